@@ -1,0 +1,41 @@
+# Helpers that turn the two generators into AOT kernel variants.
+#
+# Every variant is an x86-64 multitarget object (one function, one body per ISA, picked at
+# run time) and they all share ONE Halide runtime: several runtimes in one binary are merged
+# silently by the linker, and if the AVX-512 one wins, older CPUs die with SIGILL.
+
+# Order matters: Halide's multitarget wrapper takes the first target the CPU supports.
+set(CONVGRAD_X86_TARGETS
+    x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
+    x86-64-linux-avx-avx2-f16c-fma-sse41
+    x86-64-linux-sse41
+    x86-64-linux)
+# user_context: each call passes its own error slot, so errors are per call, not global.
+set(CONVGRAD_KERNEL_FEATURES user_context)
+
+# The first kernel creates the shared runtime (named <first kernel>.runtime); every later
+# kernel passes USE_RUNTIME, which also adds its targets to the runtime's target union.
+set(CONVGRAD_RUNTIME "" CACHE INTERNAL "")
+set(CONVGRAD_KERNEL_TARGETS "" CACHE INTERNAL "")
+
+# convgrad_add_kernel(<name> GENERATOR <gen> PARAMS <k=v>...)
+#   Builds one kernel variant named <name> (the C function is convgrad_<name>).
+function(convgrad_add_kernel NAME)
+  cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS" ${ARGN})
+  set(lib convgrad_${NAME})
+  set(use_runtime "")
+  if (CONVGRAD_RUNTIME)
+    set(use_runtime USE_RUNTIME ${CONVGRAD_RUNTIME})
+  endif ()
+  add_halide_library(${lib} FROM convgrad_generators
+                     GENERATOR ${ARG_GENERATOR}
+                     TARGETS ${CONVGRAD_X86_TARGETS}
+                     FEATURES ${CONVGRAD_KERNEL_FEATURES}
+                     ${use_runtime}
+                     PARAMS ${ARG_PARAMS}
+                     ${CONVGRAD_KERNEL_EXTRA_OUTPUTS})
+  if (NOT CONVGRAD_RUNTIME)
+    set(CONVGRAD_RUNTIME ${lib}.runtime CACHE INTERNAL "")
+  endif ()
+  set(CONVGRAD_KERNEL_TARGETS ${CONVGRAD_KERNEL_TARGETS} ${lib} CACHE INTERNAL "")
+endfunction()

@@ -1,0 +1,22 @@
+// The data-gradient pipeline's stages, shared between its algorithm (generators/) and its
+// schedules (schedules/), so schedules can be written per target family without touching the
+// algorithm.
+#pragma once
+
+#include "generator_common.h"
+
+namespace convgrad::gen {
+
+struct BwdDataStages {
+    Func dx;         // output, storage type
+    Func acc;        // accumulator (float32 for 16-bit floats)
+    Func w_local;    // the filter, as the kernel reads it (schedules may pack it)
+    Var c{"c"}, x{"x"}, y{"y"}, z{"z"}, g{"g"}, n{"n"};
+    RDom r;          // (co, kx, ky, kz)
+    Expr unit_stride;     // true when every spatial stride is 1
+    Expr c_extent, x_extent;
+};
+
+void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout);
+
+}  // namespace convgrad::gen

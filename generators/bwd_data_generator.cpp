@@ -1,0 +1,98 @@
+// Data gradient (backprop-input, transposed convolution), written once for every rank,
+// layout, grouping and dtype:
+//
+//   dx[c, i, g, n] = sum over (co, k) with i == o*s - pb + k*d of  dy[co, o, g, n] * w[c, co, k, g]
+//
+// i.e. for each input position i and tap k, the output position o = (i + pb - k*d) / s when
+// that division is exact and o is in range; otherwise the term is a structural zero.
+#include "bwd_data.h"
+
+namespace convgrad::gen {
+namespace {
+
+using namespace canonical;
+
+class BwdData : public Generator<BwdData> {
+public:
+    GeneratorParam<std::string> dtype{"dtype", "float32"};
+    GeneratorParam<std::string> layout{"layout", "nxc"};
+
+    // Validated by the runtime (>= 1); kernels only see canonical, checked values.
+    Input<int32_t> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, stride_z{"stride_z", 1};
+    Input<int32_t> dilation_x{"dilation_x", 1}, dilation_y{"dilation_y", 1}, dilation_z{"dilation_z", 1};
+    Input<int32_t> pad_x{"pad_x", 0}, pad_y{"pad_y", 0}, pad_z{"pad_z", 0};
+
+    void configure() {
+        const Type t = storage_type(dtype);
+        dy_ = add_input<Buffer<>>("dy", t, kActDims);
+        w_ = add_input<Buffer<>>("w", t, kFilterDims);
+        dx_ = add_output<Buffer<>>("dx", t, kActDims);
+    }
+
+    void generate() {
+        auto &dy = *dy_;
+        auto &w = *w_;
+        auto &dx = *dx_;
+        const Type st = storage_type(dtype), at = accumulator_type(st);
+        BwdDataStages s;
+        const AxisParams ax[3] = {{stride_x, dilation_x, pad_x},
+                                  {stride_y, dilation_y, pad_y},
+                                  {stride_z, dilation_z, pad_z}};
+
+        // Reads of dy outside its spatial extent are the structural zeros of the padding.
+        Func dy_padded = BoundaryConditions::constant_exterior(
+            dy, Halide::cast(st, 0),
+            {Range(), {0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
+             {0, dy.dim(kZ).extent()}, Range(), Range()});
+
+        s.w_local = Func("w_local");
+        {
+            Var ci, co, kx, ky, kz, g;
+            s.w_local(ci, co, kx, ky, kz, g) = w(ci, co, kx, ky, kz, g);
+        }
+
+        s.r = RDom({{0, w.dim(kCo).extent()}, {0, w.dim(kKx).extent()},
+                    {0, w.dim(kKy).extent()}, {0, w.dim(kKz).extent()}}, "r");
+        const Expr co = s.r[0];
+        const Expr k[3] = {s.r[1], s.r[2], s.r[3]};
+        const Expr i[3] = {s.x, s.y, s.z};
+        Expr o[3], hit = Internal::const_true();
+        for (int a = 0; a < 3; a++) {
+            // Halide's / and % round towards -inf, so a negative t lands outside [0, O).
+            Expr t = i[a] + ax[a].pad_begin - k[a] * ax[a].dilation;
+            o[a] = t / ax[a].stride;
+            hit = hit && (t % ax[a].stride == 0);
+        }
+
+        s.acc = Func("acc");
+        s.acc(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(at, 0);
+        s.acc(s.c, s.x, s.y, s.z, s.g, s.n) +=
+            select(hit,
+                   Halide::cast(at, dy_padded(co, o[0], o[1], o[2], s.g, s.n)) *
+                       Halide::cast(at, s.w_local(s.c, co, k[0], k[1], k[2], s.g)),
+                   Halide::cast(at, 0));
+
+        dx(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(st, s.acc(s.c, s.x, s.y, s.z, s.g, s.n));
+        s.dx = dx;
+
+        const Layout lay = parse_layout(layout);
+        constrain_activation_strides(dy, lay);
+        constrain_activation_strides(dx, lay);
+        constrain_filter_strides(w);
+
+        s.unit_stride = stride_x == 1 && stride_y == 1 && stride_z == 1;
+        s.c_extent = dx.dim(kC).extent();
+        s.x_extent = dx.dim(kX).extent();
+        schedule_bwd_data_cpu(s, get_target(), lay);
+    }
+
+private:
+    GeneratorInput<Buffer<>> *dy_ = nullptr;
+    GeneratorInput<Buffer<>> *w_ = nullptr;
+    GeneratorOutput<Buffer<>> *dx_ = nullptr;
+};
+
+}  // namespace
+}  // namespace convgrad::gen
+
+HALIDE_REGISTER_GENERATOR(convgrad::gen::BwdData, convgrad_bwd_data)

@@ -1,0 +1,19 @@
+// The filter-gradient pipeline's stages, shared between algorithm and schedules.
+#pragma once
+
+#include "generator_common.h"
+
+namespace convgrad::gen {
+
+struct BwdWeightsStages {
+    Func dw;         // output, storage type
+    Func acc;        // accumulator
+    Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
+    RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
+    Expr unit_stride;
+    Expr co_extent;
+};
+
+void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);
+
+}  // namespace convgrad::gen

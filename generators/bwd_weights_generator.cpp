@@ -1,0 +1,85 @@
+// Filter gradient, written once for every rank, layout, grouping and dtype:
+//
+//   dw[ci, co, k, g] = sum over n, o of  x[ci, o*s - pb + k*d, g, n] * dy[co, o, g, n]
+//
+// Reads of x outside its extent are the zeros of the padding. The reduction order is fixed
+// by the schedule (no atomics), so results are deterministic run to run.
+#include "bwd_weights.h"
+
+namespace convgrad::gen {
+namespace {
+
+using namespace canonical;
+
+class BwdWeights : public Generator<BwdWeights> {
+public:
+    GeneratorParam<std::string> dtype{"dtype", "float32"};
+    GeneratorParam<std::string> layout{"layout", "nxc"};
+
+    // Validated by the runtime (>= 1); kernels only see canonical, checked values.
+    Input<int32_t> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, stride_z{"stride_z", 1};
+    Input<int32_t> dilation_x{"dilation_x", 1}, dilation_y{"dilation_y", 1}, dilation_z{"dilation_z", 1};
+    Input<int32_t> pad_x{"pad_x", 0}, pad_y{"pad_y", 0}, pad_z{"pad_z", 0};
+
+    void configure() {
+        const Type t = storage_type(dtype);
+        x_ = add_input<Buffer<>>("x", t, kActDims);
+        dy_ = add_input<Buffer<>>("dy", t, kActDims);
+        dw_ = add_output<Buffer<>>("dw", t, kFilterDims);
+    }
+
+    void generate() {
+        auto &x = *x_;
+        auto &dy = *dy_;
+        auto &dw = *dw_;
+        const Type st = storage_type(dtype), at = accumulator_type(st);
+        BwdWeightsStages s;
+        const AxisParams ax[3] = {{stride_x, dilation_x, pad_x},
+                                  {stride_y, dilation_y, pad_y},
+                                  {stride_z, dilation_z, pad_z}};
+
+        Func x_padded = BoundaryConditions::constant_exterior(
+            x, Halide::cast(st, 0),
+            {Range(), {0, x.dim(kX).extent()}, {0, x.dim(kY).extent()},
+             {0, x.dim(kZ).extent()}, Range(), Range()});
+
+        s.r = RDom({{0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
+                    {0, dy.dim(kZ).extent()}, {0, dy.dim(kN).extent()}}, "r");
+        const Expr o[3] = {s.r[0], s.r[1], s.r[2]};
+        const Expr n = s.r[3];
+        const Expr k[3] = {s.kx, s.ky, s.kz};
+        Expr i[3];
+        for (int a = 0; a < 3; a++) {
+            i[a] = o[a] * ax[a].stride - ax[a].pad_begin + k[a] * ax[a].dilation;
+        }
+
+        s.acc = Func("acc");
+        s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
+        s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
+            Halide::cast(at, x_padded(s.ci, i[0], i[1], i[2], s.g, n)) *
+            Halide::cast(at, dy(s.co, o[0], o[1], o[2], s.g, n));
+
+        dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) =
+            Halide::cast(st, s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
+        s.dw = dw;
+
+        const Layout lay = parse_layout(layout);
+        constrain_activation_strides(x, lay);
+        constrain_activation_strides(dy, lay);
+        constrain_filter_strides(dw);
+
+        s.unit_stride = stride_x == 1 && stride_y == 1 && stride_z == 1;
+        s.co_extent = dw.dim(kCo).extent();
+        schedule_bwd_weights_cpu(s, get_target(), lay);
+    }
+
+private:
+    GeneratorInput<Buffer<>> *x_ = nullptr;
+    GeneratorInput<Buffer<>> *dy_ = nullptr;
+    GeneratorOutput<Buffer<>> *dw_ = nullptr;
+};
+
+}  // namespace
+}  // namespace convgrad::gen
+
+HALIDE_REGISTER_GENERATOR(convgrad::gen::BwdWeights, convgrad_bwd_weights)
