@@ -1,0 +1,52 @@
+// convgrad: convolution gradients compiled ahead of time with Halide.
+//
+//   1. Resolve a frontend's attributes into a ConvProblem (convgrad/tf.h, ...), or fill one in.
+//   2. Allocate the result with input_shape() / filter_shape().
+//   3. Call backward_data() or backward_weights().
+// Errors come back as a Status; bad input never crashes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "problem.h"
+#include "status.h"
+#include "tensor.h"
+
+namespace convgrad {
+
+enum class Device { kCpu, kCuda, kOpenCL };
+enum class Backend { kAuto, kAot, kJit };
+
+struct RunOptions {
+    Device device = Device::kCpu;
+    Backend backend = Backend::kAuto;
+};
+
+// dx = dL/dx from dy = dL/dy and the filter w. dx must have input_shape(p).
+Status backward_data(const ConvProblem &p, const Tensor &dy, const Tensor &w, const Tensor &dx,
+                     const RunOptions &options = {});
+
+// dw = dL/dw from the forward input x and dy. dw must have filter_shape(p).
+Status backward_weights(const ConvProblem &p, const Tensor &x, const Tensor &dy, const Tensor &dw,
+                        const RunOptions &options = {});
+
+// The name of the kernel backward_data/backward_weights would run for these tensors.
+enum class Direction { kBackwardData, kBackwardWeights };
+Result<std::string> select_kernel(Direction direction, const ConvProblem &p, const Tensor &a,
+                                  const Tensor &b, const Tensor &result);
+
+// --- Introspection (convgrad info) ---
+struct KernelInfo {
+    std::string name;       // e.g. "bwd_data_f32_nxc"
+    Direction direction;
+    DType dtype;
+    std::string layout;     // "nxc", "ncx" or "any"
+};
+std::vector<KernelInfo> registered_kernels();   // in dispatch order
+
+std::vector<std::string> host_cpu_features();   // e.g. {"sse41", "avx2", "fma", "avx512f", ...}
+std::string expected_isa_path();                // the multitarget path this CPU should take
+std::string last_isa_path();                    // the path the last kernel call actually took ("" if none yet)
+
+}  // namespace convgrad

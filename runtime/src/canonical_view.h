@@ -1,0 +1,33 @@
+// A caller's tensor seen in the canonical 6-D order of generators/canonical.h: the layout
+// becomes strides, the channel axis splits into (channel-in-group, group), missing spatial
+// axes get extent 1. No data moves.
+#pragma once
+
+#include <cstdint>
+
+#include "../../generators/canonical.h"
+#include "convgrad/problem.h"
+
+namespace convgrad {
+
+enum class TensorRole { kInput, kOutput, kFilter };  // x/dx, dy, w/dw
+
+struct CanonicalView {
+    void *data = nullptr;
+    DType dtype = DType::kFloat32;
+    int64_t extent[6] = {1, 1, 1, 1, 1, 1};
+    int64_t stride[6] = {0, 0, 0, 0, 0, 0};
+
+    int64_t num_elements() const;
+};
+
+// Checks `t` against the problem (dtype, shape, strides) and builds its view. `arg` names the
+// tensor in error messages; `is_result` rejects strides that would make threads overwrite
+// each other.
+Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Tensor &t, const char *arg,
+                                bool is_result);
+
+// Writes zeros over every element of the view (results of empty reductions).
+void fill_zero(const CanonicalView &v);
+
+}  // namespace convgrad

@@ -1,0 +1,58 @@
+// Host CPU features (CPUID, as Halide's runtime reads them) and the x86 multitarget path they
+// should select. `convgrad info` prints both beside the path a kernel call actually took.
+#include "convgrad/convgrad.h"
+#include "halide_bridge.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace convgrad {
+namespace {
+
+struct Feature {
+    const char *name;
+    int leaf, reg, bit;  // reg: 1 = ebx, 2 = ecx
+};
+
+constexpr Feature kFeatures[] = {
+    {"sse41", 1, 2, 19},    {"fma", 1, 2, 12},       {"avx", 1, 2, 28},      {"f16c", 1, 2, 29},
+    {"avx2", 7, 1, 5},      {"avx512f", 7, 1, 16},   {"avx512dq", 7, 1, 17}, {"avx512cd", 7, 1, 28},
+    {"avx512bw", 7, 1, 30}, {"avx512vl", 7, 1, 31},
+};
+
+bool has(const std::vector<std::string> &features, std::initializer_list<const char *> names) {
+    for (const char *n : names) {
+        bool found = false;
+        for (const auto &f : features) found = found || f == n;
+        if (!found) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::vector<std::string> host_cpu_features() {
+    std::vector<std::string> out;
+#if defined(__x86_64__)
+    for (const Feature &f : kFeatures) {
+        unsigned regs[4] = {0, 0, 0, 0};
+        if (!__get_cpuid_count(f.leaf, 0, &regs[0], &regs[1], &regs[2], &regs[3])) continue;
+        if ((regs[f.reg] >> f.bit) & 1) out.push_back(f.name);
+    }
+#endif
+    return out;
+}
+
+std::string expected_isa_path() {
+    const auto f = host_cpu_features();
+    const bool avx2 = has(f, {"sse41", "avx", "avx2", "fma", "f16c"});
+    if (avx2 && has(f, {"avx512f", "avx512cd", "avx512vl", "avx512bw", "avx512dq"})) return "avx512_skylake";
+    if (avx2) return "avx2";
+    if (has(f, {"sse41"})) return "sse41";
+    return "baseline";
+}
+
+std::string last_isa_path() { return selected_isa_path(); }
+
+}  // namespace convgrad

@@ -1,0 +1,124 @@
+#include "halide_bridge.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+#include "HalideRuntime.h"
+
+namespace convgrad {
+namespace {
+
+// One per kernel call, passed as Halide's user_context: errors land in the call that raised
+// them, also when several threads run kernels at once.
+struct CallContext {
+    std::mutex mutex;
+    std::string error;
+};
+
+extern "C" void convgrad_halide_error(void *user_context, const char *message) {
+    if (user_context == nullptr) {
+        std::fprintf(stderr, "convgrad: Halide error outside a kernel call: %s\n", message);
+        return;
+    }
+    auto *ctx = static_cast<CallContext *>(user_context);
+    std::lock_guard<std::mutex> lock(ctx->mutex);
+    if (!ctx->error.empty()) ctx->error += "; ";
+    ctx->error += message;
+    while (!ctx->error.empty() && (ctx->error.back() == '\n' || ctx->error.back() == ' ')) ctx->error.pop_back();
+}
+
+// Halide's multitarget wrappers ask this hook, in target order, whether the CPU supports a
+// target's features; the first yes wins. Recording the yes tells us which path runs.
+std::atomic<int> g_selected_path{-1};
+const char *const kPathNames[] = {"avx512_skylake", "avx2", "sse41", "baseline"};
+
+bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
+    const int word = static_cast<int>(f) / 64;
+    return word < count && ((features[word] >> (static_cast<int>(f) % 64)) & 1);
+}
+
+int path_of(int count, const uint64_t *features) {
+    return has_feature(count, features, halide_target_feature_avx512_skylake) ? 0
+           : has_feature(count, features, halide_target_feature_avx2)         ? 1
+           : has_feature(count, features, halide_target_feature_sse41)        ? 2
+                                                                               : 3;
+}
+
+extern "C" int convgrad_can_use_target_features(int count, const uint64_t *features) {
+    const int ok = halide_default_can_use_target_features(count, features);
+    const int path = path_of(count, features);
+    // The featureless baseline is the wrapper's fallback and is never asked about: a "no" for
+    // the sse41 target (the last one asked) means the baseline runs.
+    if (ok) {
+        g_selected_path.store(path);
+    } else if (path == 2) {
+        g_selected_path.store(3);
+    }
+    return ok;
+}
+
+void install_handlers_once() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        halide_set_error_handler(convgrad_halide_error);
+        halide_set_custom_can_use_target_features(convgrad_can_use_target_features);
+    });
+}
+
+halide_type_t halide_type(DType t) {
+    switch (t) {
+    case DType::kFloat16: return halide_type_t(halide_type_float, 16);
+    case DType::kBFloat16: return halide_type_t(halide_type_bfloat, 16);
+    case DType::kFloat32: return halide_type_t(halide_type_float, 32);
+    case DType::kFloat64: return halide_type_t(halide_type_float, 64);
+    case DType::kInt32: return halide_type_t(halide_type_int, 32);
+    }
+    return halide_type_t();
+}
+
+// A halide_buffer_t over a view; `dims` must outlive it. Sizes were range-checked when the
+// view was made (validate() and make_view()).
+halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims) {
+    for (int d = 0; d < 6; d++) {
+        dims[d] = halide_dimension_t(0, static_cast<int32_t>(v.extent[d]), static_cast<int32_t>(v.stride[d]));
+    }
+    halide_buffer_t b{};
+    b.host = static_cast<uint8_t *>(v.data);
+    b.type = halide_type(v.dtype);
+    b.dimensions = 6;
+    b.dim = dims;
+    return b;
+}
+
+}  // namespace
+
+Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a, const CanonicalView &b,
+                  const CanonicalView &result) {
+    install_handlers_once();
+    halide_dimension_t da[6], db[6], dr[6];
+    halide_buffer_t ba = to_halide(a, da), bb = to_halide(b, db), br = to_halide(result, dr);
+    // Kernel parameters are per canonical axis x, y, z = the problem's innermost axis first.
+    int32_t stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
+    for (int a_ = 0; a_ < p.spatial_rank; a_++) {
+        const int c = p.spatial_rank - 1 - a_;
+        stride[c] = static_cast<int32_t>(p.strides[a_]);
+        dilation[c] = static_cast<int32_t>(p.dilations[a_]);
+        pad[c] = static_cast<int32_t>(p.pads_begin[a_]);
+    }
+    CallContext ctx;
+    const int rc = k.fn(&ctx, stride[0], stride[1], stride[2], dilation[0], dilation[1], dilation[2], pad[0], pad[1],
+                        pad[2], &ba, &bb, &br);
+    if (rc != 0) {
+        return Status::internal(std::string("kernel ") + k.name + " failed (Halide error " + std::to_string(rc) +
+                                "): " + (ctx.error.empty() ? "no message" : ctx.error));
+    }
+    return Status::ok();
+}
+
+std::string selected_isa_path() {
+    const int path = g_selected_path.load();
+    return path < 0 ? "" : kPathNames[path];
+}
+
+}  // namespace convgrad

@@ -1,0 +1,38 @@
+// The kernel registry: one ordered table, as in oneDNN's cpu_convolution_list.cpp. The first
+// entry whose predicate accepts the problem runs; the generic ("any" layout) kernel is last
+// for each (direction, dtype), so every valid problem has a kernel.
+#pragma once
+
+#include <vector>
+
+#include "HalideRuntime.h"
+#include "canonical_view.h"
+#include "convgrad/convgrad.h"
+
+namespace convgrad {
+
+// The signature every AOT kernel has (both generators, user_context feature):
+// strides (x, y, z), dilations (x, y, z), pads_begin (x, y, z), two inputs, the result.
+using KernelFn = int (*)(void const *user_context, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
+                         int32_t, int32_t, int32_t, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+struct KernelEntry {
+    const char *name;
+    Direction direction;
+    DType dtype;
+    int unit_stride_dim;  // canonical activation dim the kernel needs contiguous; -1: none
+    KernelFn fn;
+
+    const char *layout() const;  // "nxc", "ncx", "any"
+    // The predicate: same direction and dtype, and every activation view contiguous where
+    // this kernel vectorises (filters are never constrained: kernels pack them).
+    bool accepts(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1) const;
+};
+
+const std::vector<KernelEntry> &kernel_table();
+
+// First accepting entry, or nullptr.
+const KernelEntry *select_entry(Direction d, const ConvProblem &p, const CanonicalView &act0,
+                                const CanonicalView &act1);
+
+}  // namespace convgrad

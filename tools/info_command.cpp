@@ -1,0 +1,42 @@
+// convgrad info: kernels built in, host CPU features, and which multitarget ISA path runs.
+#include <cstdio>
+#include <vector>
+
+#include "commands.h"
+#include "convgrad/convgrad.h"
+
+namespace convgrad::cli {
+namespace {
+
+// Runs one tiny kernel so Halide's multitarget wrapper picks (and we record) its path.
+std::string probe_isa_path() {
+    ConvProblem p;
+    p.input_size = p.output_size = {2, 2, 1};
+    std::vector<float> dy(4, 1.0f), w(1, 1.0f), dx(4);
+    Tensor tdy{dy.data(), DType::kFloat32, output_shape(p), {}};
+    Tensor tw{w.data(), DType::kFloat32, filter_shape(p), {}};
+    Tensor tdx{dx.data(), DType::kFloat32, input_shape(p), {}};
+    Status s = backward_data(p, tdy, tw, tdx);
+    return s ? last_isa_path() : "error: " + s.message();
+}
+
+}  // namespace
+
+int info_command(int argc, char **) {
+    if (argc > 0) return report_invalid("info: takes no arguments");
+    std::printf("convgrad %s\n", CONVGRAD_VERSION);
+    std::printf("host CPU features:");
+    for (const auto &f : host_cpu_features()) std::printf(" %s", f.c_str());
+    std::printf("\nx86 multitarget path: %s (expected from CPUID: %s)\n", probe_isa_path().c_str(),
+                expected_isa_path().c_str());
+    std::printf("devices: cpu\n");
+    std::printf("kernels, in dispatch order:\n");
+    for (const auto &k : registered_kernels()) {
+        std::printf("  %-24s %-16s %-8s %s\n", k.name.c_str(),
+                    k.direction == Direction::kBackwardData ? "backward_data" : "backward_weights",
+                    dtype_name(k.dtype), k.layout.c_str());
+    }
+    return 0;
+}
+
+}  // namespace convgrad::cli

@@ -1,0 +1,57 @@
+// The convgrad command-line tool.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "commands.h"
+
+namespace convgrad::cli {
+
+int exit_code(const Status &s) {
+    switch (s.code()) {
+    case StatusCode::kOk: return 0;
+    case StatusCode::kInvalidArgument: return 2;
+    case StatusCode::kUnsupported: return 3;
+    case StatusCode::kInternal: return 1;
+    }
+    return 1;
+}
+
+int report(const Status &s) {
+    std::fprintf(stderr, "convgrad: %s\n", s.message().c_str());
+    return exit_code(s);
+}
+
+int report_invalid(const std::string &message) { return report(Status::invalid(message)); }
+
+}  // namespace convgrad::cli
+
+namespace {
+
+const char *kUsage =
+    "usage: convgrad <command> ...\n"
+    "  run <Op> [--<argument> <value>]... --output <path.npy>   compute one gradient\n"
+    "  info                                                     kernels, CPU features, ISA path\n"
+    "Ops: Conv2DBackpropInput, Conv2DBackpropFilter, DepthwiseConv2dNativeBackpropInput,\n"
+    "     DepthwiseConv2dNativeBackpropFilter. `convgrad run <Op> --help` lists an op's arguments.\n";
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    using namespace convgrad::cli;
+    try {
+        if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+            std::fputs(kUsage, argc < 2 ? stderr : stdout);
+            return argc < 2 ? 2 : 0;
+        }
+        const std::string command = argv[1];
+        if (command == "run") return run_command(argc - 2, argv + 2);
+        if (command == "info") return info_command(argc - 2, argv + 2);
+        return report_invalid("unknown command '" + command + "'\n" + kUsage);
+    } catch (const std::bad_alloc &) {
+        return report(convgrad::Status::internal("out of memory"));
+    } catch (const std::exception &e) {
+        return report(convgrad::Status::internal(std::string("unexpected error: ") + e.what()));
+    }
+}

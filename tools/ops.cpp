@@ -1,0 +1,34 @@
+#include "ops.h"
+
+namespace convgrad::cli {
+
+const std::vector<int64_t> &OpArgs::int_list(const std::string &name) const {
+    static const std::vector<int64_t> empty;
+    auto it = ints.find(name);
+    return it == ints.end() ? empty : it->second;
+}
+
+std::string OpArgs::string_or(const std::string &name, const std::string &fallback) const {
+    auto it = strings.find(name);
+    return it == strings.end() ? fallback : it->second;
+}
+
+Shape OpArgs::shape(const std::string &tensor) const { return tensors.at(tensor).shape; }
+
+const std::vector<OpSpec> &op_table() {
+    static const std::vector<OpSpec> table = [] {
+        std::vector<OpSpec> t;
+        add_tf_ops(t);
+        return t;
+    }();
+    return table;
+}
+
+const OpSpec *find_op(const std::string &name) {
+    for (const OpSpec &op : op_table()) {
+        if (op.name == name) return &op;
+    }
+    return nullptr;
+}
+
+}  // namespace convgrad::cli
