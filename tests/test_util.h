@@ -1,0 +1,48 @@
+// Helpers shared by the tests: seeded random data (never zeros), strided tensors with gaps,
+// NaN-poisoned results, and one call path from TF attributes to a convgrad result.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "convgrad/convgrad.h"
+#include "convgrad/tf.h"
+#include "reference.h"
+
+namespace convgrad::test {
+
+using Rng = std::mt19937_64;
+
+// Uniform in ±[0.1, 1): random sign and magnitude, never zero.
+std::vector<double> random_values(int64_t count, Rng &rng);
+
+// A float32 tensor over its own storage. With `gapped`, every dimension's stride leaves
+// holes (a strided view inside a larger buffer), so no dimension is contiguous.
+struct HostTensor {
+    std::vector<float> storage;
+    Tensor tensor;
+
+    HostTensor(const Shape &shape, bool gapped);
+    void fill(const std::vector<double> &values);      // logical C order
+    void poison();                                     // every storage element NaN
+    std::vector<double> values() const;                // logical C order
+};
+
+// ||got - ref|| / ||ref|| (2-norm); +inf if any value of got is not finite.
+double relative_error(const std::vector<double> &got, const std::vector<double> &ref);
+
+std::string describe(const TfConv2D &c);
+
+// Resolves `c` through convgrad's TF frontend and runs the gradient on tensors holding
+// `first` and `second` (filter and dy for backprop-input, x and dy for backprop-filter).
+struct TfRunResult {
+    Status status;
+    std::vector<double> result;
+    std::string kernel;
+};
+TfRunResult run_tf(const TfConv2D &c, bool backprop_input, const std::vector<double> &first,
+                   const std::vector<double> &second, bool gapped);
+
+}  // namespace convgrad::test

@@ -1,0 +1,175 @@
+// TensorFlow's edge cases, each against the float64 reference with NaN-poisoned outputs.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace convgrad::test {
+namespace {
+
+// Runs both gradients of `c` (out_backprop inferred) and compares with the reference.
+void expect_matches_reference(TfConv2D c, uint64_t seed = 7) {
+    ASSERT_TRUE(infer_out_backprop(c)) << describe(c);
+    SCOPED_TRACE(describe(c));
+    Rng rng(seed);
+    const auto x = random_values(num_elements(c.input), rng);
+    const auto w = random_values(num_elements(c.filter), rng);
+    const auto dy = random_values(num_elements(c.out_backprop), rng);
+    for (bool input_grad : {true, false}) {
+        const auto ref = input_grad ? backprop_input(c, w, dy) : backprop_filter(c, x, dy);
+        const TfRunResult r = run_tf(c, input_grad, input_grad ? w : x, dy, false);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        EXPECT_LE(relative_error(r.result, ref), 1e-5) << (input_grad ? "backprop input" : "backprop filter");
+    }
+}
+
+TfConv2D conv(std::vector<int64_t> input, std::vector<int64_t> filter, std::string padding, int64_t stride_h,
+              int64_t stride_w) {
+    TfConv2D c;
+    c.input = std::move(input);
+    c.filter = std::move(filter);
+    c.padding = std::move(padding);
+    c.strides = {1, stride_h, stride_w, 1};
+    return c;
+}
+
+// VALID, stride 3, kernel 2: input sizes 5, 6 and 7 all give output 2. input_sizes decides;
+// the trailing rows no output reaches get zero gradient (checked against NaN poison).
+TEST(TfEdge, AmbiguousInputSizes) {
+    for (int64_t size : {5, 6, 7}) {
+        TfConv2D c = conv({2, size, size, 3}, {2, 2, 3, 4}, "VALID", 3, 3);
+        ASSERT_TRUE(infer_out_backprop(c));
+        EXPECT_EQ(c.out_backprop[1], 2);
+        expect_matches_reference(c);
+    }
+}
+
+TEST(TfEdge, AmbiguousSizeTrailingRowsAreZero) {
+    TfConv2D c = conv({1, 7, 7, 1}, {2, 2, 1, 1}, "VALID", 3, 3);
+    ASSERT_TRUE(infer_out_backprop(c));
+    Rng rng(3);
+    const auto w = random_values(4, rng), dy = random_values(4, rng);
+    const TfRunResult r = run_tf(c, true, w, dy, false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    for (int64_t y = 0; y < 7; y++) {
+        for (int64_t x = 0; x < 7; x++) {
+            const bool reached = y < 5 && x < 5 && y % 3 < 2 && x % 3 < 2;
+            if (!reached) EXPECT_EQ(r.result[y * 7 + x], 0.0) << "y=" << y << " x=" << x;
+        }
+    }
+}
+
+// SAME with stride larger than the kernel: inputs between taps get no gradient.
+TEST(TfEdge, SameWithStrideLargerThanKernel) {
+    expect_matches_reference(conv({2, 10, 11, 3}, {1, 2, 3, 5}, "SAME", 3, 4));
+    expect_matches_reference(conv({1, 9, 9, 2}, {2, 2, 2, 2}, "SAME", 5, 5));
+}
+
+// Kernel larger than the input, with padding making the window fit.
+TEST(TfEdge, KernelLargerThanInputWithPadding) {
+    TfConv2D c = conv({2, 2, 3, 3}, {5, 6, 3, 4}, "EXPLICIT", 1, 1);
+    c.explicit_paddings = {0, 0, 2, 2, 3, 3, 0, 0};
+    expect_matches_reference(c);
+    expect_matches_reference(conv({1, 3, 3, 2}, {5, 5, 2, 2}, "SAME", 1, 1));
+}
+
+// SAME padding is asymmetric when the total is odd (the extra row goes after).
+TEST(TfEdge, SameOddTotalPadding) {
+    TfConv2D c = conv({1, 6, 6, 2}, {4, 4, 2, 3}, "SAME", 1, 1);
+    EXPECT_EQ(tf_window_ref(c, 0).pad_before, 1);
+    expect_matches_reference(c);
+}
+
+TEST(TfEdge, DilationWithStride) {
+    TfConv2D c = conv({2, 13, 12, 4}, {3, 2, 4, 6}, "SAME", 2, 3);
+    c.dilations = {1, 3, 2, 1};
+    expect_matches_reference(c);
+}
+
+TEST(TfEdge, UnequalStridesNchw) {
+    TfConv2D c = conv({2, 3, 11, 9}, {3, 3, 3, 4}, "VALID", 1, 1);
+    c.data_format = "NCHW";
+    c.strides = {1, 1, 2, 3};
+    expect_matches_reference(c);
+}
+
+TEST(TfEdge, GroupedFilters) {
+    expect_matches_reference(conv({2, 7, 7, 12}, {3, 3, 3, 8}, "SAME", 1, 1));   // 4 groups
+    expect_matches_reference(conv({1, 6, 6, 6}, {3, 3, 1, 12}, "VALID", 2, 1));  // depthwise-like, 6 groups
+}
+
+TEST(TfEdge, DepthwiseMultiplierDilationStride) {
+    TfConv2D c = conv({2, 11, 10, 5}, {3, 3, 5, 3}, "SAME", 2, 2);
+    c.depthwise = true;
+    c.dilations = {1, 2, 2, 1};
+    expect_matches_reference(c);
+    c.data_format = "NCHW";
+    c.input = {2, 5, 11, 10};
+    c.strides = {1, 1, 2, 2};
+    c.dilations = {1, 1, 2, 2};
+    expect_matches_reference(c);
+}
+
+TEST(TfEdge, DepthwiseExplicitPadding) {
+    TfConv2D c = conv({1, 6, 7, 4}, {3, 2, 4, 2}, "EXPLICIT", 1, 2);
+    c.depthwise = true;
+    c.explicit_paddings = {0, 0, 1, 0, 2, 3, 0, 0};
+    expect_matches_reference(c);
+}
+
+// input_sizes of 2 ints ([H, W]): N from out_backprop, C from the filter.
+TEST(TfEdge, InputSizesOfTwoInts) {
+    tf::ConvAttrs attrs{{1, 2, 2, 1}, {}, "SAME", {}, "NHWC"};
+    auto full = tf::conv2d_backprop_input(attrs, {3, 9, 9, 4}, {3, 3, 4, 5}, {3, 5, 5, 5}, DType::kFloat32);
+    auto two = tf::conv2d_backprop_input(attrs, {9, 9}, {3, 3, 4, 5}, {3, 5, 5, 5}, DType::kFloat32);
+    ASSERT_TRUE(full.is_ok()) << full.status.message();
+    ASSERT_TRUE(two.is_ok()) << two.status.message();
+    EXPECT_EQ(input_shape(two.value), (Shape{3, 9, 9, 4}));
+    EXPECT_EQ(input_shape(full.value), input_shape(two.value));
+    attrs.data_format = "NCHW";
+    attrs.strides = {1, 1, 2, 2};
+    auto nchw = tf::conv2d_backprop_input(attrs, {9, 9}, {3, 3, 4, 5}, {3, 5, 5, 5}, DType::kFloat32);
+    ASSERT_TRUE(nchw.is_ok()) << nchw.status.message();
+    EXPECT_EQ(input_shape(nchw.value), (Shape{3, 4, 9, 9}));
+}
+
+// Empty tensors: the result has the right shape and is all zeros (poisoned before).
+TEST(TfEdge, ZeroBatch) {
+    TfConv2D c = conv({0, 5, 5, 3}, {3, 3, 3, 2}, "SAME", 1, 1);
+    ASSERT_TRUE(infer_out_backprop(c));
+    const TfRunResult r = run_tf(c, false, {}, {}, false);  // filter gradient of an empty batch
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    ASSERT_EQ(r.result.size(), 3u * 3 * 3 * 2);
+    for (double v : r.result) EXPECT_EQ(v, 0.0);
+    Rng rng(1);
+    const TfRunResult d = run_tf(c, true, random_values(54, rng), {}, false);
+    ASSERT_TRUE(d.status.is_ok()) << d.status.message();
+    EXPECT_TRUE(d.result.empty());
+}
+
+TEST(TfEdge, ZeroSizeOutBackprop) {
+    // VALID, input 2, kernel 3, stride 2: TF computes (2 - 3 + 2) / 2 = 0 output rows.
+    TfConv2D c = conv({2, 2, 5, 3}, {3, 1, 3, 4}, "VALID", 2, 1);
+    ASSERT_TRUE(infer_out_backprop(c));
+    ASSERT_EQ(c.out_backprop[1], 0);
+    Rng rng(2);
+    const TfRunResult d = run_tf(c, true, random_values(num_elements(c.filter), rng), {}, false);
+    ASSERT_TRUE(d.status.is_ok()) << d.status.message();
+    ASSERT_EQ(d.result.size(), 2u * 2 * 5 * 3);
+    for (double v : d.result) EXPECT_EQ(v, 0.0);
+    const TfRunResult w = run_tf(c, false, random_values(num_elements(c.input), rng), {}, false);
+    ASSERT_TRUE(w.status.is_ok()) << w.status.message();
+    for (double v : w.result) EXPECT_EQ(v, 0.0);
+}
+
+// Large enough to use full vectors, the parallel loops and the unit-stride specialisations.
+TEST(TfEdge, VectorSizedLayers) {
+    expect_matches_reference(conv({2, 17, 19, 32}, {3, 3, 32, 48}, "SAME", 1, 1));
+    TfConv2D c = conv({2, 33, 21, 19}, {3, 3, 19, 17}, "SAME", 1, 1);
+    c.data_format = "NCHW";
+    c.input = {2, 19, 33, 21};
+    expect_matches_reference(c);
+    expect_matches_reference(conv({1, 20, 20, 16}, {1, 1, 16, 16}, "VALID", 2, 2));
+}
+
+}  // namespace
+}  // namespace convgrad::test
