@@ -97,15 +97,11 @@ Result<Padding> parse_padding(const ConvAttrs &attrs, const Layout &l) {
 }
 
 // The shared resolver. `input` is the full shape of x (data_format order).
-Result<ConvProblem> resolve(const char *op, FilterKind kind, const ConvAttrs &attrs, const Shape &input,
+// `rank` is the op's spatial rank (2 for Conv2D*, 3 for Conv3D*).
+Result<ConvProblem> resolve(const char *op, int rank, FilterKind kind, const ConvAttrs &attrs, const Shape &input,
                             const char *input_arg, const Shape &filter, const char *filter_arg,
                             const Shape &out_backprop, DType dtype) {
     auto named = [op](const Status &s) { return Status(s.code(), std::string(op) + ": " + s.message()); };
-    const int rank = static_cast<int>(out_backprop.size()) - 2;
-    if (rank != 2 && rank != 3) {
-        return named(Status::invalid("out_backprop: must be 4-D (or 5-D for 3-D ops), got shape " +
-                                     shape_string(out_backprop)));
-    }
     auto layout = parse_data_format(attrs.data_format, rank);
     if (!layout.is_ok()) return named(layout.status);
     const Layout l = layout.value;
@@ -187,11 +183,11 @@ Result<ConvProblem> resolve(const char *op, FilterKind kind, const ConvAttrs &at
 }
 
 // input_sizes: the full shape, or (2-D) [H, W] with N from out_backprop and C from the filter.
-Result<Shape> expand_input_sizes(const char *op, const ConvAttrs &attrs, const Shape &input_sizes,
+Result<Shape> expand_input_sizes(const char *op, int rank, const ConvAttrs &attrs, const Shape &input_sizes,
                                  const Shape &filter, const Shape &out_backprop) {
-    const int dims = static_cast<int>(out_backprop.size());
+    const int dims = rank + 2;
     if (static_cast<int>(input_sizes.size()) == dims) return input_sizes;
-    if (dims != 4 || input_sizes.size() != 2 || filter.size() != 4) {
+    if (rank != 2 || input_sizes.size() != 2 || filter.size() != 4 || out_backprop.size() != 4) {
         return Status::invalid(std::string(op) + ": input_sizes: must have " + str(dims) +
                                " entries (or 2 for [H, W]), got " + str(input_sizes.size()));
     }
@@ -206,39 +202,39 @@ Result<Shape> expand_input_sizes(const char *op, const ConvAttrs &attrs, const S
     return full;
 }
 
-Result<ConvProblem> backprop_input(const char *op, FilterKind kind, const ConvAttrs &attrs,
+Result<ConvProblem> backprop_input(const char *op, int rank, FilterKind kind, const ConvAttrs &attrs,
                                    const Shape &input_sizes, const Shape &filter, const Shape &out_backprop,
                                    DType dtype) {
-    auto input = expand_input_sizes(op, attrs, input_sizes, filter, out_backprop);
+    auto input = expand_input_sizes(op, rank, attrs, input_sizes, filter, out_backprop);
     if (!input.is_ok()) return input.status;
-    return resolve(op, kind, attrs, input.value, "input_sizes", filter, "filter", out_backprop, dtype);
+    return resolve(op, rank, kind, attrs, input.value, "input_sizes", filter, "filter", out_backprop, dtype);
 }
 
 }  // namespace
 
 Result<ConvProblem> conv2d_backprop_input(const ConvAttrs &attrs, const Shape &input_sizes, const Shape &filter,
                                           const Shape &out_backprop, DType dtype) {
-    return backprop_input("Conv2DBackpropInput", FilterKind::kConv, attrs, input_sizes, filter, out_backprop,
+    return backprop_input("Conv2DBackpropInput", 2, FilterKind::kConv, attrs, input_sizes, filter, out_backprop,
                           dtype);
 }
 
 Result<ConvProblem> conv2d_backprop_filter(const ConvAttrs &attrs, const Shape &input, const Shape &filter_sizes,
                                            const Shape &out_backprop, DType dtype) {
-    return resolve("Conv2DBackpropFilter", FilterKind::kConv, attrs, input, "input", filter_sizes,
+    return resolve("Conv2DBackpropFilter", 2, FilterKind::kConv, attrs, input, "input", filter_sizes,
                    "filter_sizes", out_backprop, dtype);
 }
 
 Result<ConvProblem> depthwise_conv2d_backprop_input(const ConvAttrs &attrs, const Shape &input_sizes,
                                                     const Shape &filter, const Shape &out_backprop,
                                                     DType dtype) {
-    return backprop_input("DepthwiseConv2dNativeBackpropInput", FilterKind::kDepthwise, attrs, input_sizes,
+    return backprop_input("DepthwiseConv2dNativeBackpropInput", 2, FilterKind::kDepthwise, attrs, input_sizes,
                           filter, out_backprop, dtype);
 }
 
 Result<ConvProblem> depthwise_conv2d_backprop_filter(const ConvAttrs &attrs, const Shape &input,
                                                      const Shape &filter_sizes, const Shape &out_backprop,
                                                      DType dtype) {
-    return resolve("DepthwiseConv2dNativeBackpropFilter", FilterKind::kDepthwise, attrs, input, "input",
+    return resolve("DepthwiseConv2dNativeBackpropFilter", 2, FilterKind::kDepthwise, attrs, input, "input",
                    filter_sizes, "filter_sizes", out_backprop, dtype);
 }
 

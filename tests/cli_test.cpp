@@ -1,0 +1,269 @@
+// `convgrad run` end to end: the real binary on .npy files, results against the float64
+// reference; every kind of bad input gives exit 2 or 3, a message naming the argument, no
+// output file, and never a crash signal (also under random argument mutation).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "npy.h"
+#include "test_util.h"
+
+namespace convgrad::test {
+namespace {
+
+struct CliResult {
+    int exit_code = -1;
+    int signal = 0;
+    std::string stderr_text;
+};
+
+// A valid Conv2DBackpropInput call with its reference answer.
+struct InputCase {
+    TfConv2D conv;
+    std::vector<double> w, dy;
+    std::vector<std::string> args;
+};
+
+class CliTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/convgrad_cli_XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        dir = tmpl;
+    }
+    void TearDown() override { std::system(("rm -rf '" + dir + "'").c_str()); }
+
+    std::string path(const std::string &name) const { return dir + "/" + name; }
+
+    std::string write_f32(const std::string &name, const Shape &shape, const std::vector<double> &v) {
+        std::vector<float> f(v.begin(), v.end());
+        EXPECT_TRUE(npy::write(path(name), DType::kFloat32, shape, f.data()).is_ok());
+        return path(name);
+    }
+
+    CliResult run(const std::vector<std::string> &args) const {
+        std::string cmd = "'" CONVGRAD_CLI "'";
+        for (const auto &a : args) cmd += " '" + a + "'";
+        const std::string err = path("stderr.txt");
+        cmd += " >/dev/null 2>'" + err + "'";
+        const int status = std::system(cmd.c_str());
+        CliResult r;
+        // system() runs sh -c: a child killed by a signal shows as exit 128+N from the shell.
+        if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+        if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+        if (r.exit_code > 128) r.signal = r.exit_code - 128;
+        std::ifstream f(err);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        r.stderr_text = ss.str();
+        return r;
+    }
+
+    InputCase conv2d_input_case(bool nchw, Rng &rng) {
+        InputCase k;
+        TfConv2D &c = k.conv;
+        c.data_format = nchw ? "NCHW" : "NHWC";
+        c.input = nchw ? Shape{2, 6, 9, 8} : Shape{2, 9, 8, 6};
+        c.filter = {3, 2, 3, 4};  // 2 groups
+        c.strides = nchw ? std::vector<int64_t>{1, 1, 2, 1} : std::vector<int64_t>{1, 2, 1, 1};
+        c.dilations = nchw ? std::vector<int64_t>{1, 1, 1, 2} : std::vector<int64_t>{1, 1, 2, 1};
+        c.padding = "EXPLICIT";
+        c.explicit_paddings = nchw ? std::vector<int64_t>{0, 0, 0, 0, 1, 2, 0, 1} : std::vector<int64_t>{0, 0, 1, 2, 0, 1, 0, 0};
+        infer_out_backprop(c);
+        k.w = random_values(num_elements(c.filter), rng);
+        k.dy = random_values(num_elements(c.out_backprop), rng);
+        auto list = [](const std::vector<int64_t> &v) {
+            std::string s;
+            for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
+            return s;
+        };
+        k.args = {"run", "Conv2DBackpropInput", "--input_sizes", list(c.input), "--filter",
+                  write_f32("filter.npy", c.filter, k.w), "--out_backprop", write_f32("dy.npy", c.out_backprop, k.dy),
+                  "--strides", list(c.strides), "--dilations", list(c.dilations), "--padding", "EXPLICIT",
+                  "--explicit_paddings", list(c.explicit_paddings), "--data_format", c.data_format};
+        return k;
+    }
+
+    bool exists(const std::string &p) const { return access(p.c_str(), F_OK) == 0; }
+
+    std::string dir;
+};
+
+std::vector<double> read_result(const std::string &p, const Shape &shape) {
+    auto a = npy::read(p, "result");
+    EXPECT_TRUE(a.is_ok()) << a.status.message();
+    EXPECT_EQ(a.value.descr, "<f4");
+    EXPECT_EQ(a.value.shape, shape);
+    std::vector<double> v(num_elements(shape));
+    for (size_t i = 0; i < v.size(); i++) v[i] = reinterpret_cast<const float *>(a.value.bytes.data())[i];
+    return v;
+}
+
+TEST_F(CliTest, Conv2DBackpropInputBothLayouts) {
+    Rng rng(21);
+    for (bool nchw : {false, true}) {
+        InputCase k = conv2d_input_case(nchw, rng);
+        k.args.insert(k.args.end(), {"--output", path("dx.npy")});
+        CliResult r = run(k.args);
+        ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+        EXPECT_LE(relative_error(read_result(path("dx.npy"), k.conv.input), backprop_input(k.conv, k.w, k.dy)), 1e-5);
+    }
+}
+
+TEST_F(CliTest, AllFourOpsWithDefaults) {
+    Rng rng(22);
+    for (bool depthwise : {false, true}) {
+        TfConv2D c;
+        c.depthwise = depthwise;
+        c.input = {2, 7, 6, 4};
+        c.filter = depthwise ? Shape{3, 3, 4, 2} : Shape{3, 3, 4, 5};
+        c.padding = "SAME";
+        infer_out_backprop(c);
+        const auto x = random_values(num_elements(c.input), rng), w = random_values(num_elements(c.filter), rng),
+                   dy = random_values(num_elements(c.out_backprop), rng);
+        const std::string prefix = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
+        CliResult r = run({"run", prefix + "BackpropInput", "--input_sizes", "7,6", "--filter",
+                           write_f32("w.npy", c.filter, w), "--out_backprop", write_f32("dy.npy", c.out_backprop, dy),
+                           "--padding", "SAME", "--output", path("dx.npy")});
+        ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+        EXPECT_LE(relative_error(read_result(path("dx.npy"), c.input), backprop_input(c, w, dy)), 1e-5);
+        const std::string fs = std::to_string(c.filter[0]) + ",3," + std::to_string(c.filter[2]) + "," +
+                               std::to_string(c.filter[3]);
+        r = run({"run", prefix + "BackpropFilter", "--input", write_f32("x.npy", c.input, x), "--filter_sizes", fs,
+                 "--out_backprop", path("dy.npy"), "--padding", "SAME", "--output", path("dw.npy")});
+        ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+        EXPECT_LE(relative_error(read_result(path("dw.npy"), c.filter), backprop_filter(c, x, dy)), 1e-5);
+    }
+}
+
+// Each bad invocation: the expected exit code, a message containing `needle`, no output.
+struct BadCall {
+    std::string what;
+    std::vector<std::string> replace;  // pairs: argument, new value ("" value removes the argument)
+    int exit_code;
+    std::string needle;
+};
+
+TEST_F(CliTest, BadInputIsRejectedCleanly) {
+    Rng rng(23);
+    InputCase k = conv2d_input_case(false, rng);
+    std::vector<double> d(num_elements(k.conv.filter), 0.5);
+    EXPECT_TRUE(npy::write(path("f64.npy"), DType::kFloat64, k.conv.filter, d.data()).is_ok());
+    std::vector<int32_t> i32(num_elements(k.conv.filter), 1);
+    EXPECT_TRUE(npy::write(path("i32.npy"), DType::kInt32, k.conv.filter, i32.data()).is_ok());
+    std::ofstream(path("garbage.npy")) << "this is not numpy";
+    {
+        std::ifstream src(path("dy.npy"), std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(src)), {});
+        std::ofstream(path("truncated.npy"), std::ios::binary) << bytes.substr(0, bytes.size() - 7);
+    }
+    const std::vector<BadCall> bad = {
+        {"unknown argument", {"--bogus", "1"}, 2, "--bogus"},
+        {"malformed ints", {"--strides", "1,a,1,1"}, 2, "--strides"},
+        {"trailing comma", {"--strides", "1,2,1,"}, 2, "--strides"},
+        {"wrong strides count", {"--strides", "1,2,1"}, 2, "strides: must have 4 entries"},
+        {"bad padding", {"--padding", "FULL"}, 2, "padding"},
+        {"bad data_format", {"--data_format", "NWHC"}, 2, "data_format"},
+        {"missing padding", {"--padding", ""}, 2, "--padding: required"},
+        {"missing input_sizes", {"--input_sizes", ""}, 2, "--input_sizes: required"},
+        {"missing tensor", {"--filter", ""}, 2, "--filter: required"},
+        {"missing file", {"--filter", path("nope.npy")}, 2, "--filter"},
+        {"not npy", {"--filter", path("garbage.npy")}, 2, "not a .npy file"},
+        {"truncated npy", {"--out_backprop", path("truncated.npy")}, 2, "less data"},
+        {"inconsistent shapes", {"--input_sizes", "2,10,8,6"}, 2, "out_backprop"},
+        {"mixed dtypes", {"--filter", path("f64.npy")}, 2, "dtype"},
+        {"device", {"--device", "tpu"}, 2, "--device"},
+        {"backend", {"--backend", "fast"}, 2, "--backend"},
+        {"cuda not built", {"--device", "cuda"}, 3, "device: cuda"},
+        {"jit not built", {"--backend", "jit"}, 3, "backend: jit"},
+        {"huge stride", {"--strides", "1,99999999999,1,1"}, 2, "out_backprop"},
+    };
+    for (const BadCall &b : bad) {
+        SCOPED_TRACE(b.what);
+        std::vector<std::string> args = k.args;
+        for (size_t i = 0; i + 1 < b.replace.size(); i += 2) {
+            auto it = std::find(args.begin(), args.end(), b.replace[i]);
+            if (it == args.end()) {
+                args.insert(args.end(), {b.replace[i], b.replace[i + 1]});
+            } else if (b.replace[i + 1].empty()) {
+                args.erase(it, it + 2);
+            } else {
+                *(it + 1) = b.replace[i + 1];
+            }
+        }
+        args.insert(args.end(), {"--output", path("out.npy")});
+        CliResult r = run(args);
+        EXPECT_EQ(r.signal, 0);
+        EXPECT_EQ(r.exit_code, b.exit_code) << r.stderr_text;
+        EXPECT_NE(r.stderr_text.find(b.needle), std::string::npos) << r.stderr_text;
+        EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << "one line: " << r.stderr_text;
+        EXPECT_FALSE(exists(path("out.npy")));
+    }
+    // Valid but not built yet: float64 tensors (every dtype past float32 is a later variant).
+    std::vector<double> dy64(k.dy.begin(), k.dy.end());
+    EXPECT_TRUE(npy::write(path("dy64.npy"), DType::kFloat64, k.conv.out_backprop, dy64.data()).is_ok());
+    std::vector<std::string> args = k.args;
+    *(std::find(args.begin(), args.end(), "--filter") + 1) = path("f64.npy");
+    *(std::find(args.begin(), args.end(), "--out_backprop") + 1) = path("dy64.npy");
+    args.insert(args.end(), {"--output", path("out.npy")});
+    CliResult r = run(args);
+    EXPECT_EQ(r.exit_code, 3) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("float64"), std::string::npos) << r.stderr_text;
+    EXPECT_FALSE(exists(path("out.npy")));
+}
+
+TEST_F(CliTest, CommandLevelErrors) {
+    EXPECT_EQ(run({}).exit_code, 2);
+    CliResult r = run({"frobnicate"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.stderr_text.find("unknown command 'frobnicate'"), std::string::npos);
+    r = run({"run"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.stderr_text.find("missing <Op>"), std::string::npos);
+    r = run({"run", "Conv2DBackpropWhatever", "--output", path("o.npy")});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.stderr_text.find("unknown op 'Conv2DBackpropWhatever'"), std::string::npos);
+    EXPECT_FALSE(exists(path("o.npy")));
+    EXPECT_EQ(run({"run", "Conv2DBackpropInput", "--help"}).exit_code, 0);
+    EXPECT_EQ(run({"info"}).exit_code, 0);
+    EXPECT_EQ(run({"info", "extra"}).exit_code, 2);
+}
+
+// Random mutations of a valid call: whatever happens, a clean exit code and no signal.
+TEST_F(CliTest, RandomArgumentMutationsNeverCrash) {
+    Rng rng(24);
+    InputCase k = conv2d_input_case(false, rng);
+    const std::vector<std::string> values = {"0", "-1", "1", "2", "3", "2147483648", "-9223372036854775808",
+                                             "1,1", "1,1,1,1", "1,0,1,1", "1,2,2,1", "1,-3,1,1",
+                                             "1,1,1,1,1,1,1,1", "0,0,1,1,99999,2,0,0", "", "SAME", "VALID",
+                                             "EXPLICIT", "NCHW", "NHWC", "x"};
+    const std::vector<std::string> names = {"--input_sizes", "--strides", "--dilations", "--padding",
+                                            "--explicit_paddings", "--data_format"};
+    int ok = 0;
+    for (int i = 0; i < 60; i++) {
+        std::vector<std::string> args = k.args;
+        for (int m = 0; m < 2; m++) {
+            const std::string &name = names[std::uniform_int_distribution<size_t>(0, names.size() - 1)(rng)];
+            const std::string &value = values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+            auto it = std::find(args.begin(), args.end(), name);
+            if (it == args.end()) args.insert(args.end(), {name, value});
+            else *(it + 1) = value;
+        }
+        args.insert(args.end(), {"--output", path("o.npy")});
+        CliResult r = run(args);
+        SCOPED_TRACE(r.stderr_text);
+        EXPECT_EQ(r.signal, 0);
+        EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2 || r.exit_code == 3) << r.exit_code;
+        EXPECT_EQ(exists(path("o.npy")), r.exit_code == 0);
+        ok += r.exit_code == 0;
+        std::remove(path("o.npy").c_str());
+    }
+    EXPECT_LT(ok, 60) << "no mutation was rejected: the mutations test nothing";
+}
+
+}  // namespace
+}  // namespace convgrad::test
