@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): install what is missing, build, run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh -DCONVGRAD_BUILD_TESTS=ON
+ctest --test-dir build --output-on-failure --parallel "$(nproc)"
