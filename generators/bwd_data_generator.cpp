@@ -12,18 +12,10 @@ namespace {
 
 using namespace canonical;
 
-class BwdData : public Generator<BwdData> {
+class BwdData : public ConvGradGenerator<BwdData> {
 public:
-    GeneratorParam<std::string> dtype{"dtype", "float32"};
-    GeneratorParam<std::string> layout{"layout", "nxc"};
-
-    // Validated by the runtime (>= 1); kernels only see canonical, checked values.
-    Input<int32_t> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, stride_z{"stride_z", 1};
-    Input<int32_t> dilation_x{"dilation_x", 1}, dilation_y{"dilation_y", 1}, dilation_z{"dilation_z", 1};
-    Input<int32_t> pad_x{"pad_x", 0}, pad_y{"pad_y", 0}, pad_z{"pad_z", 0};
-
     void configure() {
-        const Type t = storage_type(dtype);
+        const Type t = storage();
         dy_ = add_input<Buffer<>>("dy", t, kActDims);
         w_ = add_input<Buffer<>>("w", t, kFilterDims);
         dx_ = add_output<Buffer<>>("dx", t, kActDims);
@@ -33,11 +25,9 @@ public:
         auto &dy = *dy_;
         auto &w = *w_;
         auto &dx = *dx_;
-        const Type st = storage_type(dtype), at = accumulator_type(st);
+        const Type st = storage(), at = accumulator();
         BwdDataStages s;
-        const AxisParams ax[3] = {{stride_x, dilation_x, pad_x},
-                                  {stride_y, dilation_y, pad_y},
-                                  {stride_z, dilation_z, pad_z}};
+        const std::array<AxisParams, 3> ax = axes();
 
         // Reads of dy outside its spatial extent are the structural zeros of the padding.
         Func dy_padded = BoundaryConditions::constant_exterior(
@@ -75,12 +65,12 @@ public:
         dx(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(st, s.acc(s.c, s.x, s.y, s.z, s.g, s.n));
         s.dx = dx;
 
-        const Layout lay = parse_layout(layout);
+        const Layout lay = variant_layout();
         constrain_activation_strides(dy, lay);
         constrain_activation_strides(dx, lay);
         constrain_filter_strides(w);
 
-        s.unit_stride = stride_x == 1 && stride_y == 1 && stride_z == 1;
+        s.unit_stride = unit_stride();
         s.c_extent = dx.dim(kC).extent();
         s.x_extent = dx.dim(kX).extent();
         schedule_bwd_data_cpu(s, get_target(), lay);

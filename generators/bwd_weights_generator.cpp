@@ -11,18 +11,10 @@ namespace {
 
 using namespace canonical;
 
-class BwdWeights : public Generator<BwdWeights> {
+class BwdWeights : public ConvGradGenerator<BwdWeights> {
 public:
-    GeneratorParam<std::string> dtype{"dtype", "float32"};
-    GeneratorParam<std::string> layout{"layout", "nxc"};
-
-    // Validated by the runtime (>= 1); kernels only see canonical, checked values.
-    Input<int32_t> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, stride_z{"stride_z", 1};
-    Input<int32_t> dilation_x{"dilation_x", 1}, dilation_y{"dilation_y", 1}, dilation_z{"dilation_z", 1};
-    Input<int32_t> pad_x{"pad_x", 0}, pad_y{"pad_y", 0}, pad_z{"pad_z", 0};
-
     void configure() {
-        const Type t = storage_type(dtype);
+        const Type t = storage();
         x_ = add_input<Buffer<>>("x", t, kActDims);
         dy_ = add_input<Buffer<>>("dy", t, kActDims);
         dw_ = add_output<Buffer<>>("dw", t, kFilterDims);
@@ -32,11 +24,9 @@ public:
         auto &x = *x_;
         auto &dy = *dy_;
         auto &dw = *dw_;
-        const Type st = storage_type(dtype), at = accumulator_type(st);
+        const Type st = storage(), at = accumulator();
         BwdWeightsStages s;
-        const AxisParams ax[3] = {{stride_x, dilation_x, pad_x},
-                                  {stride_y, dilation_y, pad_y},
-                                  {stride_z, dilation_z, pad_z}};
+        const std::array<AxisParams, 3> ax = axes();
 
         Func x_padded = BoundaryConditions::constant_exterior(
             x, Halide::cast(st, 0),
@@ -63,12 +53,12 @@ public:
             Halide::cast(st, s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
         s.dw = dw;
 
-        const Layout lay = parse_layout(layout);
+        const Layout lay = variant_layout();
         constrain_activation_strides(x, lay);
         constrain_activation_strides(dy, lay);
         constrain_filter_strides(dw);
 
-        s.unit_stride = stride_x == 1 && stride_y == 1 && stride_z == 1;
+        s.unit_stride = unit_stride();
         s.co_extent = dw.dim(kCo).extent();
         schedule_bwd_weights_cpu(s, get_target(), lay);
     }

@@ -2,6 +2,7 @@
 // per-axis convolution parameters, and the storage/accumulator types.
 #pragma once
 
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -62,6 +63,33 @@ void constrain_filter_strides(BufferLike &b) {
 // The padding after is implied by the buffer extents, so kernels never need it.
 struct AxisParams {
     Expr stride, dilation, pad_begin;
+};
+
+// What both backprop generators take: the build-time dtype and layout, and the per-axis
+// runtime parameters (so every kernel has the same scalar signature, which the runtime's
+// registry relies on). Inputs declared here come first in the generated signature.
+template<typename T>
+class ConvGradGenerator : public Generator<T> {
+public:
+    GeneratorParam<std::string> dtype{"dtype", "float32"};
+    GeneratorParam<std::string> layout{"layout", "nxc"};
+
+    // Validated by the runtime (>= 1); kernels only see canonical, checked values.
+    GeneratorInput<int32_t> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, stride_z{"stride_z", 1};
+    GeneratorInput<int32_t> dilation_x{"dilation_x", 1}, dilation_y{"dilation_y", 1}, dilation_z{"dilation_z", 1};
+    GeneratorInput<int32_t> pad_x{"pad_x", 0}, pad_y{"pad_y", 0}, pad_z{"pad_z", 0};
+
+protected:
+    Type storage() const { return storage_type(dtype); }
+    Type accumulator() const { return accumulator_type(storage()); }
+    Layout variant_layout() const { return parse_layout(layout); }
+
+    // Axes in canonical order x, y, z.
+    std::array<AxisParams, 3> axes() const {
+        return {AxisParams{stride_x, dilation_x, pad_x}, AxisParams{stride_y, dilation_y, pad_y},
+                AxisParams{stride_z, dilation_z, pad_z}};
+    }
+    Expr unit_stride() const { return stride_x == 1 && stride_y == 1 && stride_z == 1; }
 };
 
 }  // namespace convgrad::gen
