@@ -12,6 +12,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev        # convgrad CLI
   libdlpack-dev                          # DLTensor for the C API
   qemu-user-static                       # runs each x86 multitarget ISA path (Haswell/Nehalem/qemu64)
+  libonnx-testdata                       # ONNX ConvTranspose node tests (ground truth)
 )
 
 missing=()

@@ -33,8 +33,10 @@ const char *kUsage =
     "usage: convgrad <command> ...\n"
     "  run <Op> [--<argument> <value>]... --output <path.npy>   compute one gradient\n"
     "  info                                                     kernels, CPU features, ISA path\n"
-    "Ops: Conv2DBackpropInput, Conv2DBackpropFilter, DepthwiseConv2dNativeBackpropInput,\n"
-    "     DepthwiseConv2dNativeBackpropFilter. `convgrad run <Op> --help` lists an op's arguments.\n";
+    "Ops: TensorFlow Conv2DBackpropInput, Conv2DBackpropFilter, DepthwiseConv2dNativeBackpropInput,\n"
+    "     DepthwiseConv2dNativeBackpropFilter, Conv3DBackpropInputV2, Conv3DBackpropFilterV2;\n"
+    "     oneDNN Graph ConvolutionBackpropData, ConvolutionBackpropFilters; ONNX ConvTranspose.\n"
+    "     `convgrad run <Op> --help` lists an op's arguments.\n";
 
 }  // namespace
 

@@ -21,6 +21,8 @@ struct OpArgs {
 
     const std::vector<int64_t> &int_list(const std::string &name) const;  // empty if absent
     std::string string_or(const std::string &name, const std::string &fallback) const;
+    // A single integer (e.g. --groups 2); `fallback` when absent; an error if a list.
+    Result<int64_t> scalar(const std::string &name, int64_t fallback) const;
     Shape shape(const std::string &tensor) const;
 };
 
@@ -46,5 +48,7 @@ const OpSpec *find_op(const std::string &name);
 
 // Rows contributed by each frontend.
 void add_tf_ops(std::vector<OpSpec> &table);
+void add_onednn_ops(std::vector<OpSpec> &table);
+void add_onnx_ops(std::vector<OpSpec> &table);
 
 }  // namespace convgrad::cli

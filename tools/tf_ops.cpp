@@ -11,7 +11,7 @@ tf::ConvAttrs tf_attrs(const OpArgs &a) {
     attrs.dilations = a.int_list("dilations");
     attrs.explicit_paddings = a.int_list("explicit_paddings");
     attrs.padding = a.string_or("padding", "");
-    attrs.data_format = a.string_or("data_format", "NHWC");
+    attrs.data_format = a.string_or("data_format", "");  // the frontend defaults to NHWC / NDHWC
     return attrs;
 }
 
@@ -19,10 +19,17 @@ using BackpropInputFn = Result<ConvProblem> (*)(const tf::ConvAttrs &, const Sha
                                                 DType);
 using BackpropFilterFn = BackpropInputFn;
 
-OpSpec backprop_input(const char *name, BackpropInputFn fn) {
+// Conv3D*V2 ops have no explicit_paddings attribute.
+std::vector<std::string> window_args(bool explicit_paddings, const char *sizes) {
+    std::vector<std::string> v{sizes, "strides", "dilations"};
+    if (explicit_paddings) v.push_back("explicit_paddings");
+    return v;
+}
+
+OpSpec backprop_input(const char *name, BackpropInputFn fn, bool explicit_paddings = true) {
     return {name,
             {"filter", "out_backprop"},
-            {"input_sizes", "strides", "dilations", "explicit_paddings"},
+            window_args(explicit_paddings, "input_sizes"),
             {"padding", "data_format"},
             {"input_sizes", "padding"},
             [fn](const OpArgs &a, DType dtype) -> Result<OpCall> {
@@ -32,10 +39,10 @@ OpSpec backprop_input(const char *name, BackpropInputFn fn) {
             }};
 }
 
-OpSpec backprop_filter(const char *name, BackpropFilterFn fn) {
+OpSpec backprop_filter(const char *name, BackpropFilterFn fn, bool explicit_paddings = true) {
     return {name,
             {"input", "out_backprop"},
-            {"filter_sizes", "strides", "dilations", "explicit_paddings"},
+            window_args(explicit_paddings, "filter_sizes"),
             {"padding", "data_format"},
             {"filter_sizes", "padding"},
             [fn](const OpArgs &a, DType dtype) -> Result<OpCall> {
@@ -52,6 +59,8 @@ void add_tf_ops(std::vector<OpSpec> &table) {
     table.push_back(backprop_filter("Conv2DBackpropFilter", tf::conv2d_backprop_filter));
     table.push_back(backprop_input("DepthwiseConv2dNativeBackpropInput", tf::depthwise_conv2d_backprop_input));
     table.push_back(backprop_filter("DepthwiseConv2dNativeBackpropFilter", tf::depthwise_conv2d_backprop_filter));
+    table.push_back(backprop_input("Conv3DBackpropInputV2", tf::conv3d_backprop_input_v2, false));
+    table.push_back(backprop_filter("Conv3DBackpropFilterV2", tf::conv3d_backprop_filter_v2, false));
 }
 
 }  // namespace convgrad::cli

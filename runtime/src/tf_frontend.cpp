@@ -238,4 +238,16 @@ Result<ConvProblem> depthwise_conv2d_backprop_filter(const ConvAttrs &attrs, con
                    filter_sizes, "filter_sizes", out_backprop, dtype);
 }
 
+Result<ConvProblem> conv3d_backprop_input_v2(const ConvAttrs &attrs, const Shape &input_sizes, const Shape &filter,
+                                             const Shape &out_backprop, DType dtype) {
+    return backprop_input("Conv3DBackpropInputV2", 3, FilterKind::kConv, attrs, input_sizes, filter, out_backprop,
+                          dtype);
+}
+
+Result<ConvProblem> conv3d_backprop_filter_v2(const ConvAttrs &attrs, const Shape &input, const Shape &filter_sizes,
+                                              const Shape &out_backprop, DType dtype) {
+    return resolve("Conv3DBackpropFilterV2", 3, FilterKind::kConv, attrs, input, "input", filter_sizes,
+                   "filter_sizes", out_backprop, dtype);
+}
+
 }  // namespace convgrad::tf

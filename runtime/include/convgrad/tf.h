@@ -35,4 +35,11 @@ Result<ConvProblem> depthwise_conv2d_backprop_filter(const ConvAttrs &attrs, con
                                                      const Shape &filter_sizes,
                                                      const Shape &out_backprop, DType dtype);
 
+// Conv3DBackpropInputV2 / Conv3DBackpropFilterV2: 5-D shapes (NDHWC / NCDHW), filter DHWIO,
+// 5-entry strides/dilations, padding SAME or VALID.
+Result<ConvProblem> conv3d_backprop_input_v2(const ConvAttrs &attrs, const Shape &input_sizes, const Shape &filter,
+                                             const Shape &out_backprop, DType dtype);
+Result<ConvProblem> conv3d_backprop_filter_v2(const ConvAttrs &attrs, const Shape &input, const Shape &filter_sizes,
+                                              const Shape &out_backprop, DType dtype);
+
 }  // namespace convgrad::tf
