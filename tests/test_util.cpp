@@ -88,32 +88,34 @@ std::string describe(const TfConv2D &c) {
 TfRunResult run_tf(const TfConv2D &c, bool backprop_input, const std::vector<double> &first,
                    const std::vector<double> &second, bool gapped) {
     tf::ConvAttrs attrs{c.strides, c.dilations, c.padding, c.explicit_paddings, c.data_format};
-    TfRunResult r;
     Result<ConvProblem> p = backprop_input
         ? (c.depthwise ? tf::depthwise_conv2d_backprop_input : tf::conv2d_backprop_input)(
               attrs, c.input, c.filter, c.out_backprop, DType::kFloat32)
         : (c.depthwise ? tf::depthwise_conv2d_backprop_filter : tf::conv2d_backprop_filter)(
               attrs, c.input, c.filter, c.out_backprop, DType::kFloat32);
     if (!p.is_ok()) {
+        RunResult r;
         r.status = p.status;
         return r;
     }
-    HostTensor a(backprop_input ? c.filter : c.input, gapped);
-    HostTensor b(c.out_backprop, gapped);
-    HostTensor out(backprop_input ? c.input : c.filter, gapped);
+    // TF's data gradient takes (filter, dy); the API takes (dy, w).
+    if (backprop_input) return run_problem(p.value, Direction::kBackwardData, second, first, gapped);
+    return run_problem(p.value, Direction::kBackwardWeights, first, second, gapped);
+}
+
+RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<double> &first,
+                      const std::vector<double> &second, bool gapped) {
+    const bool data = d == Direction::kBackwardData;
+    HostTensor a(data ? output_shape(p) : input_shape(p), gapped);
+    HostTensor b(data ? filter_shape(p) : output_shape(p), gapped);
+    HostTensor out(data ? input_shape(p) : filter_shape(p), gapped);
     a.fill(first);
     b.fill(second);
     out.poison();
-    const Tensor &dy = b.tensor;
-    if (backprop_input) {
-        auto k = select_kernel(Direction::kBackwardData, p.value, dy, a.tensor, out.tensor);
-        r.kernel = k.is_ok() ? k.value : "";
-        r.status = backward_data(p.value, dy, a.tensor, out.tensor);
-    } else {
-        auto k = select_kernel(Direction::kBackwardWeights, p.value, a.tensor, dy, out.tensor);
-        r.kernel = k.is_ok() ? k.value : "";
-        r.status = backward_weights(p.value, a.tensor, dy, out.tensor);
-    }
+    RunResult r;
+    auto k = select_kernel(d, p, a.tensor, b.tensor, out.tensor);
+    r.kernel = k.is_ok() ? k.value : "";
+    r.status = data ? backward_data(p, a.tensor, b.tensor, out.tensor) : backward_weights(p, a.tensor, b.tensor, out.tensor);
     r.result = out.values();
     return r;
 }

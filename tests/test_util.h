@@ -35,13 +35,20 @@ double relative_error(const std::vector<double> &got, const std::vector<double> 
 
 std::string describe(const TfConv2D &c);
 
-// Resolves `c` through convgrad's TF frontend and runs the gradient on tensors holding
-// `first` and `second` (filter and dy for backprop-input, x and dy for backprop-filter).
-struct TfRunResult {
+// Runs a resolved problem on tensors holding `first` and `second` in the problem's own
+// layouts (dy then w for the data gradient; x then dy for the filter gradient), with a
+// NaN-poisoned result; optionally every tensor gapped (non-contiguous).
+struct RunResult {
     Status status;
     std::vector<double> result;
     std::string kernel;
 };
+RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<double> &first,
+                      const std::vector<double> &second, bool gapped);
+
+// Resolves `c` through convgrad's TF frontend and runs the gradient on tensors holding
+// `first` and `second` (filter and dy for backprop-input, x and dy for backprop-filter).
+using TfRunResult = RunResult;
 TfRunResult run_tf(const TfConv2D &c, bool backprop_input, const std::vector<double> &first,
                    const std::vector<double> &second, bool gapped);
 

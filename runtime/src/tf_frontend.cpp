@@ -69,7 +69,7 @@ Result<Padding> parse_padding(const ConvAttrs &attrs, const Layout &l) {
     } else if (attrs.padding == "EXPLICIT" && l.rank == 2) {
         p.mode = shape::TfPadding::kExplicit;
     } else {
-        return Status::invalid("padding: must be SAME, VALID" + std::string(l.rank == 2 ? " or EXPLICIT" : "") +
+        return Status::invalid(std::string("padding: must be ") + (l.rank == 2 ? "SAME, VALID or EXPLICIT" : "SAME or VALID") +
                                ", got '" + attrs.padding + "'");
     }
     const auto &e = attrs.explicit_paddings;
