@@ -24,9 +24,13 @@ inline Type storage_type(const std::string &dtype) {
     throw std::invalid_argument("convgrad: unknown dtype generator param '" + dtype + "'");
 }
 
-// 16-bit floats accumulate in float32 and round once at the end; others in their own type.
+// 16-bit floats accumulate in float32 and round once at the end (round-to-nearest-even);
+// float32/float64 in their own type. int32 accumulates in uint32: Halide treats signed
+// overflow as undefined, unsigned arithmetic wraps, and the same bits are TF's wrapped int32.
 inline Type accumulator_type(const Type &storage) {
-    return (storage.is_float() && storage.bits() < 32) || storage.is_bfloat() ? Float(32) : storage;
+    if (storage.is_bfloat() || (storage.is_float() && storage.bits() < 32)) return Float(32);
+    if (storage.is_int()) return UInt(storage.bits());
+    return storage;
 }
 
 // Which activation dimension is contiguous in this variant. The kernel asserts it (so the

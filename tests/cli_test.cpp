@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -204,17 +205,22 @@ TEST_F(CliTest, BadInputIsRejectedCleanly) {
         EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << "one line: " << r.stderr_text;
         EXPECT_FALSE(exists(path("out.npy")));
     }
-    // Valid but not built yet: float64 tensors (every dtype past float32 is a later variant).
-    std::vector<double> dy64(k.dy.begin(), k.dy.end());
+    // float64 tensors: computed in float64, written as float64.
+    std::vector<double> dy64(k.dy.begin(), k.dy.end()), w64(k.w.begin(), k.w.end());
     EXPECT_TRUE(npy::write(path("dy64.npy"), DType::kFloat64, k.conv.out_backprop, dy64.data()).is_ok());
+    EXPECT_TRUE(npy::write(path("w64.npy"), DType::kFloat64, k.conv.filter, w64.data()).is_ok());
     std::vector<std::string> args = k.args;
-    *(std::find(args.begin(), args.end(), "--filter") + 1) = path("f64.npy");
+    *(std::find(args.begin(), args.end(), "--filter") + 1) = path("w64.npy");
     *(std::find(args.begin(), args.end(), "--out_backprop") + 1) = path("dy64.npy");
     args.insert(args.end(), {"--output", path("out.npy")});
     CliResult r = run(args);
-    EXPECT_EQ(r.exit_code, 3) << r.stderr_text;
-    EXPECT_NE(r.stderr_text.find("float64"), std::string::npos) << r.stderr_text;
-    EXPECT_FALSE(exists(path("out.npy")));
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    auto out = npy::read(path("out.npy"), "out");
+    ASSERT_TRUE(out.is_ok());
+    EXPECT_EQ(out.value.descr, "<f8");
+    const auto *v = reinterpret_cast<const double *>(out.value.bytes.data());
+    EXPECT_LE(relative_error(std::vector<double>(v, v + num_elements(k.conv.input)), backprop_input(k.conv, k.w, k.dy)),
+              1e-12);
 }
 
 TEST_F(CliTest, CommandLevelErrors) {
@@ -312,6 +318,69 @@ TEST_F(CliTest, OneDnnGraphOnnxAndConv3DOps) {
              "--output", path("bad.npy")});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.stderr_text.find("ConvTranspose: auto_pad"), std::string::npos) << r.stderr_text;
+    EXPECT_FALSE(exists(path("bad.npy")));
+}
+
+// Every dtype through the CLI: the result has the tensors' dtype (bfloat16: uint16 bits with
+// --dtype bfloat16) and matches the reference within the dtype's precision.
+TEST_F(CliTest, EveryDtypeEndToEnd) {
+    Rng rng(26);
+    TfConv2D c;
+    c.input = {2, 6, 5, 4};
+    c.filter = {3, 3, 4, 3};
+    c.padding = "SAME";
+    c.strides = {1, 2, 1, 1};
+    infer_out_backprop(c);
+    struct Case {
+        DType dtype;
+        double tolerance;  // relative (2-norm)
+    };
+    for (const Case &k : {Case{DType::kFloat16, 2e-3}, Case{DType::kBFloat16, 1e-2}, Case{DType::kFloat64, 1e-12},
+                          Case{DType::kInt32, 0}}) {
+        SCOPED_TRACE(dtype_name(k.dtype));
+        auto values = [&](int64_t n) {
+            std::vector<double> v = random_values(n, rng);
+            for (double &x : v) x = k.dtype == DType::kInt32 ? std::round(x * 50) : round_to(k.dtype, x);
+            return v;
+        };
+        const auto w = values(num_elements(c.filter)), dy = values(num_elements(c.out_backprop));
+        auto write = [&](const std::string &name, const Shape &shape, const std::vector<double> &v) {
+            std::vector<unsigned char> bytes(v.size() * dtype_size(k.dtype));
+            for (size_t i = 0; i < v.size(); i++) store(k.dtype, &bytes[i * dtype_size(k.dtype)], v[i]);
+            EXPECT_TRUE(npy::write(path(name), k.dtype, shape, bytes.data()).is_ok());
+            return path(name);
+        };
+        std::vector<std::string> args = {"run", "Conv2DBackpropInput", "--input_sizes", "2,6,5,4", "--filter",
+                                         write("w.npy", c.filter, w), "--out_backprop",
+                                         write("dy.npy", c.out_backprop, dy), "--strides", "1,2,1,1", "--padding",
+                                         "SAME", "--output", path("dx.npy")};
+        if (k.dtype == DType::kBFloat16) {
+            CliResult r = run(args);  // uint16 without --dtype: rejected
+            EXPECT_EQ(r.exit_code, 2);
+            EXPECT_NE(r.stderr_text.find("needs --dtype bfloat16"), std::string::npos) << r.stderr_text;
+            args.insert(args.end(), {"--dtype", "bfloat16"});
+        }
+        CliResult r = run(args);
+        ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+        auto out = npy::read(path("dx.npy"), "dx");
+        ASSERT_TRUE(out.is_ok()) << out.status.message();
+        EXPECT_EQ(out.value.descr, npy::descr_of(k.dtype));
+        std::vector<double> got(num_elements(c.input));
+        for (size_t i = 0; i < got.size(); i++) got[i] = load(k.dtype, &out.value.bytes[i * dtype_size(k.dtype)]);
+        const auto ref = backprop_input(c, w, dy);
+        if (k.dtype == DType::kInt32) EXPECT_EQ(got, ref);
+        else EXPECT_LE(relative_error(got, ref), k.tolerance);
+    }
+    // --dtype that contradicts the tensors, or is not a dtype.
+    CliResult r = run({"run", "Conv2DBackpropInput", "--input_sizes", "2,6,5,4", "--filter", path("w.npy"),
+                       "--out_backprop", path("dy.npy"), "--padding", "SAME", "--strides", "1,2,1,1", "--dtype",
+                       "float32", "--output", path("bad.npy")});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.stderr_text.find("--dtype: float32 needs tensors of dtype '<f4'"), std::string::npos) << r.stderr_text;
+    r = run({"run", "Conv2DBackpropInput", "--input_sizes", "2,6,5,4", "--filter", path("w.npy"), "--out_backprop",
+             path("dy.npy"), "--padding", "SAME", "--strides", "1,2,1,1", "--dtype", "float8", "--output", path("bad.npy")});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.stderr_text.find("--dtype: must be"), std::string::npos) << r.stderr_text;
     EXPECT_FALSE(exists(path("bad.npy")));
 }
 

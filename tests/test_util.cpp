@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -14,8 +15,88 @@ std::vector<double> random_values(int64_t count, Rng &rng) {
     return v;
 }
 
-HostTensor::HostTensor(const Shape &shape, bool gapped) {
-    tensor.dtype = DType::kFloat32;
+double round_to(DType t, double v) {
+    unsigned char bytes[8];
+    store(t, bytes, v);
+    return load(t, bytes);
+}
+
+void store(DType t, void *p, double v) {
+    switch (t) {
+    case DType::kFloat16: {
+        const _Float16 h = static_cast<_Float16>(v);
+        std::memcpy(p, &h, 2);
+        return;
+    }
+    case DType::kBFloat16: {
+        const float f = static_cast<float>(v);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        const uint16_t b = static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);  // RNE
+        std::memcpy(p, &b, 2);
+        return;
+    }
+    case DType::kFloat32: {
+        const float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+        return;
+    }
+    case DType::kFloat64: std::memcpy(p, &v, 8); return;
+    case DType::kInt32: {
+        const uint32_t u = static_cast<uint32_t>(static_cast<int64_t>(v));  // modulo 2^32
+        std::memcpy(p, &u, 4);
+        return;
+    }
+    }
+}
+
+double load(DType t, const void *p) {
+    switch (t) {
+    case DType::kFloat16: {
+        _Float16 h;
+        std::memcpy(&h, p, 2);
+        return static_cast<double>(h);
+    }
+    case DType::kBFloat16: {
+        uint16_t b;
+        std::memcpy(&b, p, 2);
+        const uint32_t bits = uint32_t(b) << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+    }
+    case DType::kFloat32: {
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+    }
+    case DType::kFloat64: {
+        double d;
+        std::memcpy(&d, p, 8);
+        return d;
+    }
+    case DType::kInt32: {
+        int32_t i;
+        std::memcpy(&i, p, 4);
+        return i;
+    }
+    }
+    return 0;
+}
+
+double unit_roundoff(DType t) {
+    switch (t) {
+    case DType::kFloat16: return std::ldexp(1.0, -11);
+    case DType::kBFloat16: return std::ldexp(1.0, -8);
+    case DType::kFloat32: return std::ldexp(1.0, -24);
+    case DType::kFloat64: return std::ldexp(1.0, -53);
+    case DType::kInt32: return 0;
+    }
+    return 0;
+}
+
+HostTensor::HostTensor(const Shape &shape, bool gapped, DType dtype) {
+    tensor.dtype = dtype;
     tensor.shape = shape;
     tensor.strides.assign(shape.size(), 0);
     int64_t s = gapped ? 2 : 1;  // innermost stride 2 when gapped
@@ -23,13 +104,13 @@ HostTensor::HostTensor(const Shape &shape, bool gapped) {
         tensor.strides[i] = s;
         s *= std::max<int64_t>(shape[i], 1) + (gapped ? 1 : 0);
     }
-    storage.assign(static_cast<size_t>(s), 0.0f);
+    storage.assign(static_cast<size_t>(s) * dtype_size(dtype), 0);
     tensor.data = storage.data();
 }
 
 namespace {
 
-// Calls f(logical index, storage offset) for every element in C order.
+// Calls f(logical index, storage offset in elements) for every element in C order.
 template<typename F>
 void for_each_element(const Tensor &t, F f) {
     const int64_t n = t.num_elements();
@@ -48,14 +129,20 @@ void for_each_element(const Tensor &t, F f) {
 }  // namespace
 
 void HostTensor::fill(const std::vector<double> &values) {
-    for_each_element(tensor, [&](int64_t i, int64_t off) { storage[off] = static_cast<float>(values[i]); });
+    const int size = dtype_size(tensor.dtype);
+    for_each_element(tensor, [&](int64_t i, int64_t off) { store(tensor.dtype, &storage[off * size], values[i]); });
 }
 
-void HostTensor::poison() { std::fill(storage.begin(), storage.end(), std::numeric_limits<float>::quiet_NaN()); }
+void HostTensor::poison() {
+    const int size = dtype_size(tensor.dtype);
+    const double poison = tensor.dtype == DType::kInt32 ? 0x7eadbeef : std::numeric_limits<double>::quiet_NaN();
+    for (size_t off = 0; off < storage.size(); off += size) store(tensor.dtype, &storage[off], poison);
+}
 
 std::vector<double> HostTensor::values() const {
     std::vector<double> v(tensor.num_elements());
-    for_each_element(tensor, [&](int64_t i, int64_t off) { v[i] = storage[off]; });
+    const int size = dtype_size(tensor.dtype);
+    for_each_element(tensor, [&](int64_t i, int64_t off) { v[i] = load(tensor.dtype, &storage[off * size]); });
     return v;
 }
 
@@ -106,9 +193,9 @@ TfRunResult run_tf(const TfConv2D &c, bool backprop_input, const std::vector<dou
 RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<double> &first,
                       const std::vector<double> &second, bool gapped) {
     const bool data = d == Direction::kBackwardData;
-    HostTensor a(data ? output_shape(p) : input_shape(p), gapped);
-    HostTensor b(data ? filter_shape(p) : output_shape(p), gapped);
-    HostTensor out(data ? input_shape(p) : filter_shape(p), gapped);
+    HostTensor a(data ? output_shape(p) : input_shape(p), gapped, p.dtype);
+    HostTensor b(data ? filter_shape(p) : output_shape(p), gapped, p.dtype);
+    HostTensor out(data ? input_shape(p) : filter_shape(p), gapped, p.dtype);
     a.fill(first);
     b.fill(second);
     out.poison();

@@ -18,15 +18,22 @@ using Rng = std::mt19937_64;
 // Uniform in ±[0.1, 1): random sign and magnitude, never zero.
 std::vector<double> random_values(int64_t count, Rng &rng);
 
-// A float32 tensor over its own storage. With `gapped`, every dimension's stride leaves
+// Element conversions for every dtype, written plainly (independent of the kernels):
+// float16 through the compiler's _Float16, bfloat16 by round-to-nearest-even on the bits.
+double round_to(DType t, double v);            // the nearest value representable in t
+void store(DType t, void *p, double v);        // writes round_to(t, v) (int32: wraps modulo 2^32)
+double load(DType t, const void *p);
+double unit_roundoff(DType t);                 // 2^-11, 2^-8, 2^-24, 2^-53; 0 for int32
+
+// A tensor of any dtype over its own storage. With `gapped`, every dimension's stride leaves
 // holes (a strided view inside a larger buffer), so no dimension is contiguous.
 struct HostTensor {
-    std::vector<float> storage;
+    std::vector<unsigned char> storage;
     Tensor tensor;
 
-    HostTensor(const Shape &shape, bool gapped);
-    void fill(const std::vector<double> &values);      // logical C order
-    void poison();                                     // every storage element NaN
+    HostTensor(const Shape &shape, bool gapped, DType dtype = DType::kFloat32);
+    void fill(const std::vector<double> &values);      // logical C order, rounded to the dtype
+    void poison();                                     // NaN (int32: a sentinel) everywhere
     std::vector<double> values() const;                // logical C order
 };
 

@@ -47,8 +47,9 @@ Result<Backend> parse_backend(const std::string &s) {
     return Status::invalid("--backend: must be auto, aot or jit, got '" + s + "'");
 }
 
-// The compute dtype is the tensors' dtype; all of one call's tensors must agree.
-Result<DType> common_dtype(const OpSpec &op, const OpArgs &args) {
+// The compute dtype is the tensors' dtype; all of one call's tensors must agree. bfloat16 has
+// no .npy dtype: it travels as uint16 holding the raw bits, marked by --dtype bfloat16.
+Result<DType> common_dtype(const OpSpec &op, const OpArgs &args, const std::string &dtype_arg) {
     std::string first_arg, first_descr;
     for (const std::string &name : op.tensor_args) {
         const std::string &descr = args.tensors.at(name).descr;
@@ -59,12 +60,23 @@ Result<DType> common_dtype(const OpSpec &op, const OpArgs &args) {
                                    first_descr + "'");
         }
     }
-    DType dtype;
-    if (!npy::dtype_of(first_descr, false, &dtype)) {
-        return Status::invalid("--" + first_arg + ": dtype '" + first_descr + "' is not one of float16, float32, " +
-                               "float64, int32 (bfloat16 needs --dtype bfloat16)");
+    DType from_file;
+    const bool known = npy::dtype_of(first_descr, dtype_arg == "bfloat16", &from_file);
+    if (!dtype_arg.empty()) {
+        DType wanted;
+        if (!parse_dtype(dtype_arg, &wanted)) {
+            return Status::invalid("--dtype: must be float16, bfloat16, float32, float64 or int32, got '" + dtype_arg + "'");
+        }
+        if (!known || from_file != wanted) {
+            return Status::invalid("--dtype: " + dtype_arg + " needs tensors of dtype '" + npy::descr_of(wanted) +
+                                   "', but --" + first_arg + " is '" + first_descr + "'");
+        }
     }
-    return dtype;
+    if (!known) {
+        return Status::invalid("--" + first_arg + ": dtype '" + first_descr + "' is not one of float16, float32, " +
+                               "float64, int32" + (first_descr == "<u2" ? " (uint16 holding bfloat16 needs --dtype bfloat16)" : ""));
+    }
+    return from_file;
 }
 
 Status execute(const OpCall &call, OpArgs &args, DType dtype, const RunOptions &options, const std::string &output) {
@@ -105,10 +117,11 @@ int run_command(int argc, char **argv) {
     for (const auto &n : op->tensor_args) add(n, "tensor (.npy)");
     for (const auto &n : op->int_args) add(n, "comma-separated integers");
     for (const auto &n : op->string_args) add(n, "string");
-    std::string output, device = "cpu", backend = "auto";
+    std::string output, device = "cpu", backend = "auto", dtype_arg;
     app.add_option("--output", output, "result (.npy)");
     app.add_option("--device", device, "cpu (default), cuda, opencl");
     app.add_option("--backend", backend, "auto (default), aot, jit");
+    app.add_option("--dtype", dtype_arg, "bfloat16 for uint16 .npy tensors holding bfloat16 bits; else checks the tensors' dtype");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp &e) {
@@ -144,7 +157,7 @@ int run_command(int argc, char **argv) {
         if (!a.is_ok()) return report(Status(a.status.code(), op->name + ": " + a.status.message()));
         args.tensors[n] = std::move(a.value);
     }
-    auto dtype = common_dtype(*op, args);
+    auto dtype = common_dtype(*op, args, dtype_arg);
     if (!dtype.is_ok()) return report(Status(dtype.status.code(), op->name + ": " + dtype.status.message()));
     auto call = op->resolve(args, dtype.value);
     if (!call.is_ok()) return report(call.status);

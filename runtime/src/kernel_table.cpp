@@ -1,14 +1,9 @@
-// The dispatch table. Order is the dispatch priority: specialised kernels first, the
-// stride-agnostic "any" kernel last. Kernel names: <direction>_<dtype>_<layout>, one per
-// AOT variant built in generators/CMakeLists.txt.
+// The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
+// per (direction, dtype), the channel-contiguous (nxc) kernel, then the row-contiguous (ncx)
+// one, then the stride-agnostic (any) one. The first entry that accepts a problem runs.
 #include "kernel_registry.h"
 
-#include "convgrad_bwd_data_f32_any.h"
-#include "convgrad_bwd_data_f32_ncx.h"
-#include "convgrad_bwd_data_f32_nxc.h"
-#include "convgrad_bwd_weights_f32_any.h"
-#include "convgrad_bwd_weights_f32_ncx.h"
-#include "convgrad_bwd_weights_f32_nxc.h"
+#include "kernel_list.inc"  // the generated kernels' headers
 
 namespace convgrad {
 namespace {
@@ -16,20 +11,27 @@ namespace {
 using canonical::kC;
 using canonical::kX;
 constexpr int kNone = -1;
-constexpr Direction kData = Direction::kBackwardData;
-constexpr Direction kWeights = Direction::kBackwardWeights;
+
+constexpr Direction direction_bwd_data = Direction::kBackwardData;
+constexpr Direction direction_bwd_weights = Direction::kBackwardWeights;
+constexpr DType dtype_f32 = DType::kFloat32;
+constexpr DType dtype_f64 = DType::kFloat64;
+constexpr DType dtype_f16 = DType::kFloat16;
+constexpr DType dtype_bf16 = DType::kBFloat16;
+constexpr DType dtype_i32 = DType::kInt32;
+constexpr int layout_nxc = kC;
+constexpr int layout_ncx = kX;
+constexpr int layout_any = kNone;
 
 }  // namespace
 
 const std::vector<KernelEntry> &kernel_table() {
     static const std::vector<KernelEntry> table = {
-        // name                  direction dtype            contiguous  function
-        {"bwd_data_f32_nxc",     kData,    DType::kFloat32, kC,         convgrad_bwd_data_f32_nxc},
-        {"bwd_data_f32_ncx",     kData,    DType::kFloat32, kX,         convgrad_bwd_data_f32_ncx},
-        {"bwd_data_f32_any",     kData,    DType::kFloat32, kNone,      convgrad_bwd_data_f32_any},
-        {"bwd_weights_f32_nxc",  kWeights, DType::kFloat32, kC,         convgrad_bwd_weights_f32_nxc},
-        {"bwd_weights_f32_ncx",  kWeights, DType::kFloat32, kX,         convgrad_bwd_weights_f32_ncx},
-        {"bwd_weights_f32_any",  kWeights, DType::kFloat32, kNone,      convgrad_bwd_weights_f32_any},
+#define CONVGRAD_KERNEL(direction, dtype, layout)                                                       \
+    {#direction "_" #dtype "_" #layout, direction_##direction, dtype_##dtype, layout_##layout,          \
+     convgrad_##direction##_##dtype##_##layout},
+#include "kernel_list.inc"
+#undef CONVGRAD_KERNEL
     };
     return table;
 }

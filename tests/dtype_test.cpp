@@ -1,0 +1,292 @@
+// The precision contract of every dtype, asserted element by element against the float64
+// reference on random data (inputs rounded to the dtype first, so the reference sees exactly
+// what the kernel sees):
+//
+//   float16/bfloat16/float32:  |got - ref| <= u_out |ref| + (1 + u_out) * gamma_n(u_acc) * sum|terms|
+//   float64:                    the same with u_out = u_acc = 2^-53
+//   int32:                      exact, wrapping modulo 2^32 like TF
+//
+// u_out is the result dtype's unit roundoff (f16 2^-11, bf16 2^-8, f32 2^-24, f64 2^-53),
+// u_acc the accumulator's (float32 for 16-bit dtypes), gamma_n(u) = n u / (1 - n u) for n
+// terms per result element (the classic bound on any summation order, FMA or not), and
+// sum|terms| the reference on absolute values. float16 adds 2^-25 absolute for subnormals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+#include "convgrad/onednn.h"
+#include "convgrad/onnx.h"
+#include "reference_nd.h"
+#include "test_util.h"
+
+namespace convgrad::test {
+namespace {
+
+int64_t pick(Rng &rng, int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); }
+
+int case_count() {
+    const char *env = std::getenv("CONVGRAD_TEST_CASES");
+    return env ? std::max(10, std::atoi(env) / 3) : 100;
+}
+
+DType accumulator(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16 ? DType::kFloat32 : t; }
+
+// A canonical problem (NCX or NXC activations, OIX or XIO filters) mirroring reference `c`.
+ConvProblem to_problem(const NdConv &c, DType dtype, bool nxc, bool xio) {
+    ConvProblem p;
+    p.spatial_rank = c.rank;
+    p.batch = c.batch, p.groups = c.groups, p.in_channels = c.cin, p.out_channels = c.cout;
+    p.dtype = dtype;
+    p.activation_layout = nxc ? ActivationLayout::kNXC : ActivationLayout::kNCX;
+    p.filter_layout = xio ? FilterLayout::kXIO : FilterLayout::kOIX;
+    for (int a = 0; a < c.rank; a++) {
+        p.input_size[a] = c.in[a], p.output_size[a] = c.out[a], p.kernel_size[a] = c.kernel[a];
+        p.strides[a] = c.stride[a], p.dilations[a] = c.dilation[a], p.pads_begin[a] = c.pad_begin[a];
+        // pads_end consistent with the sizes (kernels do not read it).
+        p.pads_end[a] = c.stride[a] * (c.out[a] - 1) + (c.kernel[a] - 1) * c.dilation[a] + 1 - c.in[a] - c.pad_begin[a];
+    }
+    return p;
+}
+
+NdConv random_problem(Rng &rng, bool long_reduction) {
+    while (true) {
+        NdConv c;
+        c.rank = long_reduction ? 2 : static_cast<int>(pick(rng, 1, 3));
+        c.batch = long_reduction ? 4 : pick(rng, 1, 2);
+        c.groups = pick(rng, 1, 2);
+        c.cin = c.groups * pick(rng, 1, 5);
+        c.cout = c.groups * pick(rng, 1, 5);
+        bool ok = true;
+        for (int a = 0; a < c.rank; a++) {
+            const int64_t in = long_reduction ? 64 : pick(rng, 1, c.rank == 3 ? 6 : 10);
+            const int64_t k = pick(rng, 1, 3), s = long_reduction ? 1 : pick(rng, 1, 2), d = pick(rng, 1, 2);
+            const int64_t pb = pick(rng, 0, 2), pe = pick(rng, 0, 2), ke = (k - 1) * d + 1;
+            const int64_t span = in + pb + pe - ke;
+            c.in.push_back(in), c.kernel.push_back(k), c.stride.push_back(s), c.dilation.push_back(d);
+            c.pad_begin.push_back(pb);
+            c.out.push_back(span < 0 ? 0 : span / s + 1);
+            ok = ok && c.out.back() >= 1;
+        }
+        if (ok) return c;
+    }
+}
+
+std::vector<double> random_inputs(DType t, int64_t n, Rng &rng, double int_range) {
+    std::vector<double> v = random_values(n, rng);
+    for (double &x : v) {
+        x = t == DType::kInt32 ? std::copysign(std::ceil(std::fabs(x) * int_range), x) : round_to(t, x);
+    }
+    return v;
+}
+
+std::vector<double> absolute(std::vector<double> v) {
+    for (double &x : v) x = std::fabs(x);
+    return v;
+}
+
+// Checks `got` against the contract; returns the worst |err| / bound seen (<= 1 passes).
+double check_contract(DType t, const std::vector<double> &got, const std::vector<double> &ref,
+                      const std::vector<double> &abs_ref, int64_t terms) {
+    EXPECT_EQ(got.size(), ref.size());
+    double worst = 0;
+    if (t == DType::kInt32) {
+        for (size_t i = 0; i < got.size(); i++) {
+            const int32_t wrapped = static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(ref[i])));
+            EXPECT_EQ(got[i], wrapped) << "element " << i;
+            if (got[i] != wrapped) return 1e9;
+        }
+        return 0;
+    }
+    const double u_out = unit_roundoff(t), u_acc = unit_roundoff(accumulator(t));
+    const double gamma = terms * u_acc / (1 - terms * u_acc);
+    const double tiny = t == DType::kFloat16 ? std::ldexp(1.0, -25) : 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        const double bound = u_out * std::fabs(ref[i]) + (1 + u_out) * gamma * abs_ref[i] + tiny;
+        const double err = std::fabs(got[i] - ref[i]);
+        EXPECT_TRUE(std::isfinite(got[i]) && err <= bound)
+            << "element " << i << ": got " << got[i] << ", reference " << ref[i] << ", bound " << bound;
+        if (!(err <= bound)) return 1e9;
+        if (bound > 0) worst = std::max(worst, err / bound);
+    }
+    return worst;
+}
+
+void check_dtype(DType t, bool long_reduction, uint64_t seed, int cases) {
+    Rng rng(seed);
+    double worst = 0;
+    for (int i = 0; i < cases; i++) {
+        const NdConv c = random_problem(rng, long_reduction);
+        const bool nxc = pick(rng, 0, 1), xio = pick(rng, 0, 1), gapped = pick(rng, 0, 4) == 0;
+        const ConvProblem p = to_problem(c, t, nxc, xio);
+        SCOPED_TRACE(std::string(dtype_name(t)) + " case " + std::to_string(i) + (nxc ? " NXC" : " NCX") +
+                     (xio ? " XIO" : " OIX") + " x " + shape_string(c.x_shape()) + " w " + shape_string(c.w_shape()));
+        ASSERT_TRUE(validate(p).is_ok()) << validate(p).message();
+        const double range = 100;  // int32: exact products and sums
+        const auto x = random_inputs(t, num_elements(c.x_shape()), rng, range);
+        const auto w = random_inputs(t, num_elements(c.w_shape()), rng, range);
+        const auto dy = random_inputs(t, num_elements(c.dy_shape()), rng, range);
+        const auto to_act = [&](const std::vector<double> &v, const Shape &s) {
+            return nxc ? permute(v, s, ncx_to_nxc(c.rank)) : v;
+        };
+        const auto from_act = [&](const std::vector<double> &v, const Shape &s) {
+            return nxc ? permute(v, permute_shape(s, ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank))) : v;
+        };
+        const auto to_filter = [&](const std::vector<double> &v) {
+            return xio ? permute(v, c.w_shape(), oix_to_xio(c.rank)) : v;
+        };
+        const auto from_filter = [&](const std::vector<double> &v) {
+            return xio ? permute(v, permute_shape(c.w_shape(), oix_to_xio(c.rank)), inverse(oix_to_xio(c.rank))) : v;
+        };
+        int64_t taps = 1, positions = c.batch;
+        for (int a = 0; a < c.rank; a++) taps *= c.kernel[a], positions *= c.out[a];
+
+        if (!long_reduction || i % 2 == 0) {
+            const RunResult r = run_problem(p, Direction::kBackwardData, to_act(dy, c.dy_shape()), to_filter(w), gapped);
+            ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+            worst = std::max(worst, check_contract(t, from_act(r.result, c.x_shape()), nd_backprop_data(c, w, dy),
+                                                   nd_backprop_data(c, absolute(w), absolute(dy)),
+                                                   (c.cout / c.groups) * taps));
+        }
+        const RunResult r = run_problem(p, Direction::kBackwardWeights, to_act(x, c.x_shape()),
+                                        to_act(dy, c.dy_shape()), gapped);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        worst = std::max(worst, check_contract(t, from_filter(r.result), nd_backprop_filter(c, x, dy),
+                                               nd_backprop_filter(c, absolute(x), absolute(dy)), positions));
+    }
+    // The bound must also be meaningful: errors of 16-bit results reach a visible part of it.
+    std::printf("[ %s%s ] worst error / bound = %.3g over %d problems\n", dtype_name(t),
+                long_reduction ? " long reductions" : "", worst, cases);
+}
+
+TEST(DtypeContract, Float32) { check_dtype(DType::kFloat32, false, 101, case_count()); }
+TEST(DtypeContract, Float64) { check_dtype(DType::kFloat64, false, 102, case_count()); }
+TEST(DtypeContract, Float16) { check_dtype(DType::kFloat16, false, 103, case_count()); }
+TEST(DtypeContract, BFloat16) { check_dtype(DType::kBFloat16, false, 104, case_count()); }
+TEST(DtypeContract, Int32) { check_dtype(DType::kInt32, false, 105, case_count()); }
+
+// Filter gradients reduce over N*OH*OW = 4*64*64 ≈ 16k terms: where f16 error grows.
+TEST(DtypeContract, LongReductions) {
+    const int problems = std::getenv("CONVGRAD_TEST_CASES") ? 2 : 4;  // fewer under qemu
+    for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+        check_dtype(t, true, 106, problems);
+    }
+}
+
+// int32 wraps on overflow exactly like TF: large products summed past 2^31.
+TEST(DtypeContract, Int32WrapsOnOverflow) {
+    NdConv c;
+    c.rank = 1, c.batch = 1, c.groups = 1, c.cin = 3, c.cout = 2;
+    c.in = {9}, c.out = {7}, c.kernel = {3}, c.stride = {1}, c.dilation = {1}, c.pad_begin = {0};
+    const ConvProblem p = to_problem(c, DType::kInt32, false, false);
+    Rng rng(107);
+    auto big = [&](int64_t n) {
+        std::vector<double> v(n);
+        for (double &x : v) x = static_cast<double>(pick(rng, 1 << 19, 1 << 21)) * (pick(rng, 0, 1) ? 1 : -1);
+        return v;
+    };
+    const auto x = big(num_elements(c.x_shape())), w = big(num_elements(c.w_shape())), dy = big(num_elements(c.dy_shape()));
+    const auto ref_data = nd_backprop_data(c, w, dy);
+    bool overflowed = false;
+    for (double v : ref_data) overflowed = overflowed || std::fabs(v) > 2147483647.0;
+    ASSERT_TRUE(overflowed) << "the test must actually overflow int32";
+    RunResult r = run_problem(p, Direction::kBackwardData, dy, w, false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    check_contract(DType::kInt32, r.result, ref_data, {}, 0);
+    r = run_problem(p, Direction::kBackwardWeights, x, dy, false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    check_contract(DType::kInt32, r.result, nd_backprop_filter(c, x, dy), {}, 0);
+}
+
+// Every op of every frontend in every dtype: the dtype travels from the frontend to the
+// kernel, and the result meets the contract. The reference problem is read back from the
+// resolved (f32-tested) canonical problem; the tensors go in the op's own layouts.
+NdConv from_problem(const ConvProblem &p) {
+    NdConv c;
+    c.rank = p.spatial_rank, c.batch = p.batch, c.groups = p.groups, c.cin = p.in_channels, c.cout = p.out_channels;
+    for (int a = 0; a < p.spatial_rank; a++) {
+        c.in.push_back(p.input_size[a]), c.out.push_back(p.output_size[a]), c.kernel.push_back(p.kernel_size[a]);
+        c.stride.push_back(p.strides[a]), c.dilation.push_back(p.dilations[a]), c.pad_begin.push_back(p.pads_begin[a]);
+    }
+    return c;
+}
+
+TEST(DtypeContract, EveryOpInEveryDtype) {
+    struct Op {
+        const char *name;
+        Direction direction;
+        std::function<Result<ConvProblem>(DType)> resolve;
+    };
+    const tf::ConvAttrs tf2{{1, 2, 1, 1}, {1, 1, 2, 1}, "SAME", {}, "NHWC"};
+    const tf::ConvAttrs tf3{{1, 1, 2, 1, 1}, {}, "VALID", {}, "NCDHW"};
+    onednn::ConvAttrs dnnl;
+    dnnl.auto_pad = "same_lower", dnnl.groups = 2, dnnl.data_format = "NCX", dnnl.filter_format = "OIX";
+    onnx::ConvTransposeAttrs ct;
+    ct.strides = {2}, ct.pads = {1, 0}, ct.group = 2;
+    const std::vector<Op> ops = {
+        {"Conv2DBackpropInput", Direction::kBackwardData,
+         [&](DType t) { return tf::conv2d_backprop_input(tf2, {2, 7, 6, 4}, {3, 2, 2, 6}, {2, 4, 6, 6}, t); }},
+        {"Conv2DBackpropFilter", Direction::kBackwardWeights,
+         [&](DType t) { return tf::conv2d_backprop_filter(tf2, {2, 7, 6, 4}, {3, 2, 2, 6}, {2, 4, 6, 6}, t); }},
+        {"DepthwiseConv2dNativeBackpropInput", Direction::kBackwardData,
+         [&](DType t) { return tf::depthwise_conv2d_backprop_input(tf2, {2, 7, 6, 3}, {3, 2, 3, 2}, {2, 4, 6, 6}, t); }},
+        {"DepthwiseConv2dNativeBackpropFilter", Direction::kBackwardWeights,
+         [&](DType t) { return tf::depthwise_conv2d_backprop_filter(tf2, {2, 7, 6, 3}, {3, 2, 3, 2}, {2, 4, 6, 6}, t); }},
+        {"Conv3DBackpropInputV2", Direction::kBackwardData,
+         [&](DType t) { return tf::conv3d_backprop_input_v2(tf3, {1, 3, 5, 4, 4}, {2, 2, 2, 3, 2}, {1, 2, 2, 3, 3}, t); }},
+        {"Conv3DBackpropFilterV2", Direction::kBackwardWeights,
+         [&](DType t) { return tf::conv3d_backprop_filter_v2(tf3, {1, 3, 5, 4, 4}, {2, 2, 2, 3, 2}, {1, 2, 2, 3, 3}, t); }},
+        {"ConvolutionBackpropData", Direction::kBackwardData,
+         [&](DType t) { return onednn::convolution_backprop_data(dnnl, {2, 4, 5}, {4, 2, 3}, {5}, t); }},
+        {"ConvolutionBackpropFilters", Direction::kBackwardWeights,
+         [&](DType t) { return onednn::convolution_backprop_filters(dnnl, {2, 4, 5}, {2, 4, 5}, {3}, t); }},
+        {"ConvTranspose", Direction::kBackwardData,
+         [&](DType t) { return onnx::conv_transpose(ct, {1, 4, 3}, {4, 3, 3}, t); }},
+    };
+    Rng rng(108);
+    for (const Op &op : ops) {
+        for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64, DType::kInt32}) {
+            SCOPED_TRACE(std::string(op.name) + " " + dtype_name(t));
+            auto p = op.resolve(t);
+            ASSERT_TRUE(p.is_ok()) << p.status.message();
+            ASSERT_EQ(p.value.dtype, t);
+            const NdConv c = from_problem(p.value);
+            const bool nxc = p.value.activation_layout == ActivationLayout::kNXC;
+            const Shape oix = c.w_shape();
+            // Filters in the op's layout: OIX as is, XIO and XGM (same bytes as XIO) permuted.
+            auto to_filter = [&](const std::vector<double> &v) {
+                return p.value.filter_layout == FilterLayout::kOIX ? v : permute(v, oix, oix_to_xio(c.rank));
+            };
+            auto from_filter = [&](const std::vector<double> &v) {
+                return p.value.filter_layout == FilterLayout::kOIX
+                           ? v : permute(v, permute_shape(oix, oix_to_xio(c.rank)), inverse(oix_to_xio(c.rank)));
+            };
+            auto to_act = [&](const std::vector<double> &v, const Shape &s) {
+                return nxc ? permute(v, s, ncx_to_nxc(c.rank)) : v;
+            };
+            auto from_act = [&](const std::vector<double> &v, const Shape &s) {
+                return nxc ? permute(v, permute_shape(s, ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank))) : v;
+            };
+            const auto x = random_inputs(t, num_elements(c.x_shape()), rng, 100);
+            const auto w = random_inputs(t, num_elements(c.w_shape()), rng, 100);
+            const auto dy = random_inputs(t, num_elements(c.dy_shape()), rng, 100);
+            int64_t taps = 1, positions = c.batch;
+            for (int a = 0; a < c.rank; a++) taps *= c.kernel[a], positions *= c.out[a];
+            if (op.direction == Direction::kBackwardData) {
+                const RunResult r = run_problem(p.value, op.direction, to_act(dy, c.dy_shape()), to_filter(w), false);
+                ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+                check_contract(t, from_act(r.result, c.x_shape()), nd_backprop_data(c, w, dy),
+                               nd_backprop_data(c, absolute(w), absolute(dy)), (c.cout / c.groups) * taps);
+            } else {
+                const RunResult r = run_problem(p.value, op.direction, to_act(x, c.x_shape()), to_act(dy, c.dy_shape()), false);
+                ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+                check_contract(t, from_filter(r.result), nd_backprop_filter(c, x, dy),
+                               nd_backprop_filter(c, absolute(x), absolute(dy)), positions);
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace convgrad::test
