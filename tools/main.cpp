@@ -33,6 +33,7 @@ const char *kUsage =
     "usage: convgrad <command> ...\n"
     "  run <Op> [--<argument> <value>]... --output <path.npy>   compute one gradient\n"
     "  info                                                     kernels, CPU features, ISA path\n"
+    "  bench --batch FILE [--dir ..] [--layout ..] [--dtype ..] convgrad vs oneDNN, side by side\n"
     "Ops: TensorFlow Conv2DBackpropInput, Conv2DBackpropFilter, DepthwiseConv2dNativeBackpropInput,\n"
     "     DepthwiseConv2dNativeBackpropFilter, Conv3DBackpropInputV2, Conv3DBackpropFilterV2;\n"
     "     oneDNN Graph ConvolutionBackpropData, ConvolutionBackpropFilters; ONNX ConvTranspose.\n"
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
         const std::string command = argv[1];
         if (command == "run") return run_command(argc - 2, argv + 2);
         if (command == "info") return info_command(argc - 2, argv + 2);
+        if (command == "bench") return bench_command(argc - 2, argv + 2);
         return report_invalid("unknown command '" + command + "'\n" + kUsage);
     } catch (const std::bad_alloc &) {
         return report(convgrad::Status::internal("out of memory"));

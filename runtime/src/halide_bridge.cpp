@@ -116,6 +116,8 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
     return Status::ok();
 }
 
+void set_num_threads(int threads) { halide_set_num_threads(threads); }
+
 std::string selected_isa_path() {
     const int path = g_selected_path.load();
     return path < 0 ? "" : kPathNames[path];

@@ -36,6 +36,9 @@ enum class Direction { kBackwardData, kBackwardWeights };
 Result<std::string> select_kernel(Direction direction, const ConvProblem &p, const Tensor &a,
                                   const Tensor &b, const Tensor &result);
 
+// Threads the CPU kernels use (Halide's thread pool; default: HL_NUM_THREADS or all cores).
+void set_num_threads(int threads);
+
 // --- Introspection (convgrad info) ---
 struct KernelInfo {
     std::string name;       // e.g. "bwd_data_f32_nxc"

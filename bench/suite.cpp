@@ -1,0 +1,205 @@
+#include "suite.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "onednn_runner.h"
+#include "peak.h"
+
+namespace convgrad::bench {
+
+double median_ms(const std::function<void()> &f, double min_time_s, int min_reps) {
+    f();  // warm-up: first-touch, caches, oneDNN's JIT
+    std::vector<double> t;
+    double total = 0;
+    while ((static_cast<int>(t.size()) < min_reps || total < min_time_s) && t.size() < 200) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        t.push_back(s * 1e3);
+        total += s;
+    }
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    return t[t.size() / 2];
+}
+
+Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvProblem &p, Direction d) {
+    auto g = std::make_shared<ConvgradGradient>();
+    g->p_ = p, g->d_ = d;
+    const bool data = d == Direction::kBackwardData;
+    const Shape sa = data ? output_shape(p) : input_shape(p), sb = data ? filter_shape(p) : output_shape(p),
+                so = data ? input_shape(p) : filter_shape(p);
+    const int size = dtype_size(p.dtype);
+    std::mt19937 rng(1);
+    std::uniform_int_distribution<int> byte(0, 255);
+    auto alloc = [&](std::vector<unsigned char> &buf, const Shape &s, Tensor &t) {
+        buf.resize(num_elements(s) * size);
+        // Small random values: float bits with a fixed moderate exponent, random mantissa.
+        for (size_t i = 0; i < buf.size(); i++) buf[i] = static_cast<unsigned char>(byte(rng));
+        if (p.dtype == DType::kFloat32) {
+            for (size_t i = 3; i < buf.size(); i += 4) buf[i] = 0x3f;
+        } else if (p.dtype == DType::kFloat64) {
+            for (size_t i = 7; i < buf.size(); i += 8) buf[i] = 0x3f, buf[i - 1] = 0xe0 | (buf[i - 1] & 0x0f);
+        } else if (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) {
+            for (size_t i = 1; i < buf.size(); i += 2) buf[i] = p.dtype == DType::kFloat16 ? 0x38 : 0x3f;
+        }
+        t = Tensor{buf.data(), p.dtype, s, {}};
+    };
+    alloc(g->a_, sa, g->ta_);
+    alloc(g->b_, sb, g->tb_);
+    alloc(g->out_, so, g->tout_);
+    auto k = select_kernel(d, p, g->ta_, g->tb_, g->tout_);
+    if (!k.is_ok()) return k.status;
+    g->kernel_ = k.value;
+    return g;
+}
+
+Status ConvgradGradient::execute() {
+    return d_ == Direction::kBackwardData ? backward_data(p_, ta_, tb_, tout_) : backward_weights(p_, ta_, tb_, tout_);
+}
+
+double Row::best_onednn_ms() const {
+    double best = 0;
+    for (double t : {onednn_user_ms, onednn_own_ms}) {
+        if (t > 0 && (best == 0 || t < best)) best = t;
+    }
+    return best;
+}
+
+double Row::ratio() const { return best_onednn_ms() > 0 ? best_onednn_ms() / convgrad_ms : 0; }
+
+Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(const std::string &)> &progress) {
+    auto problems = parse_batch(o.batch);
+    if (!problems.is_ok()) return problems.status;
+    set_num_threads(o.threads);
+    omp_set_num_threads(o.threads);
+    SuiteResult result;
+    const Peak peak = measure_fma_peak(o.threads, o.dtype == DType::kFloat64);
+    result.peak_gflops = peak.gflops;
+    result.peak_isa = peak.isa;
+    std::vector<Direction> dirs;
+    if (o.data) dirs.push_back(Direction::kBackwardData);
+    if (o.weights) dirs.push_back(Direction::kBackwardWeights);
+    for (const BenchProblem &b : problems.value) {
+        const ConvProblem p = to_problem(b, o.nchw, o.dtype);
+        if (Status s = validate(p); !s) return Status(s.code(), b.name + ": " + s.message());
+        for (Direction d : dirs) {
+            Row row;
+            row.name = b.name, row.problem_class = b.problem_class(), row.line = b.line, row.flops = b.flops();
+            row.direction = d == Direction::kBackwardData ? "BWD_D" : "BWD_W";
+            auto cg = ConvgradGradient::create(p, d);
+            if (!cg.is_ok()) return Status(cg.status.code(), b.name + ": " + cg.status.message());
+            row.kernel = cg.value->kernel();
+            Status failure;
+            row.convgrad_ms = median_ms([&] { if (Status s = cg.value->execute(); !s) failure = s; }, o.min_time_s);
+            if (!failure) return Status(failure.code(), b.name + ": " + failure.message());
+            for (bool own : {false, true}) {
+                auto dnn = OneDnnGradient::create(p, d, own);
+                if (!dnn.is_ok()) continue;  // no oneDNN implementation: reported as n/a
+                (own ? row.onednn_own_impl : row.onednn_user_impl) = dnn.value->impl();
+                (own ? row.onednn_own_ms : row.onednn_user_ms) = median_ms([&] { dnn.value->execute(); }, o.min_time_s);
+            }
+            char line[256];
+            std::snprintf(line, sizeof line, "%-16s %s convgrad %8.3f ms  oneDNN user %8.3f / own %8.3f ms", b.name.c_str(),
+                          row.direction.c_str(), row.convgrad_ms, row.onednn_user_ms, row.onednn_own_ms);
+            progress(line);
+            result.rows.push_back(row);
+        }
+    }
+    return result;
+}
+
+namespace {
+
+// Geomean of convgrad's ratio per class and direction, and over everything per direction.
+std::map<std::string, double> geomeans(const SuiteResult &r, const std::string &direction) {
+    std::map<std::string, std::pair<double, int>> acc;
+    for (const Row &row : r.rows) {
+        if (row.direction != direction || row.ratio() <= 0) continue;
+        for (const std::string &key : {row.problem_class, std::string("all")}) {
+            acc[key].first += std::log(row.ratio());
+            acc[key].second++;
+        }
+    }
+    std::map<std::string, double> out;
+    for (const auto &[k, v] : acc) out[k] = std::exp(v.first / v.second);
+    return out;
+}
+
+std::string ms(double v) {
+    if (v <= 0) return "n/a";
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", v);
+    return b;
+}
+
+}  // namespace
+
+std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
+    std::ostringstream os;
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "convgrad vs oneDNN %s, %s, %s, %d threads; peak %.0f GFLOP/s (%s, measured)\n\n",
+                  dnnl_version_string().c_str(), dtype_name(o.dtype), o.nchw ? "NCHW/OIHW" : "NHWC/HWIO", o.threads,
+                  r.peak_gflops, r.peak_isa.c_str());
+    os << buf;
+    os << "| problem | class | dir | convgrad ms | GFLOP/s | % peak | oneDNN user ms | oneDNN own ms | best oneDNN / convgrad |\n";
+    os << "|---|---|---|---|---|---|---|---|---|\n";
+    for (const Row &row : r.rows) {
+        const double gflops = row.flops / row.convgrad_ms * 1e-6;
+        std::snprintf(buf, sizeof buf, "| %s | %s | %s | %.3f | %.1f | %.1f | %s | %s | %s |\n", row.name.c_str(),
+                      row.problem_class.c_str(), row.direction.c_str(), row.convgrad_ms, gflops,
+                      100 * gflops / r.peak_gflops, ms(row.onednn_user_ms).c_str(), ms(row.onednn_own_ms).c_str(),
+                      row.ratio() > 0 ? (std::to_string(row.ratio()).substr(0, 5) + "x").c_str() : "n/a");
+        os << buf;
+    }
+    os << "\nGeomean of best-oneDNN / convgrad (> 1: convgrad faster):\n\n| class | BWD_D | BWD_W |\n|---|---|---|\n";
+    const auto gd = geomeans(r, "BWD_D"), gw = geomeans(r, "BWD_W");
+    for (const char *cls : {"dense", "strided", "dilated", "grouped", "depthwise", "3d", "all"}) {
+        auto get = [&](const std::map<std::string, double> &m) {
+            auto it = m.find(cls);
+            return it == m.end() ? std::string("-") : std::to_string(it->second).substr(0, 5) + "x";
+        };
+        os << "| " << cls << " | " << get(gd) << " | " << get(gw) << " |\n";
+    }
+    return os.str();
+}
+
+std::string format_json(const SuiteOptions &o, const SuiteResult &r) {
+    nlohmann::json j;
+    j["dtype"] = dtype_name(o.dtype);
+    j["layout"] = o.nchw ? "nchw" : "nhwc";
+    j["threads"] = o.threads;
+    j["peak_gflops"] = r.peak_gflops;
+    j["peak_isa"] = r.peak_isa;
+    j["onednn_version"] = dnnl_version_string();
+    for (const Row &row : r.rows) {
+        const double gflops = row.flops / row.convgrad_ms * 1e-6;
+        j["results"].push_back({{"name", row.name},
+                                {"class", row.problem_class},
+                                {"dir", row.direction},
+                                {"descriptor", row.line},
+                                {"convgrad_kernel", row.kernel},
+                                {"convgrad_ms", row.convgrad_ms},
+                                {"gflops", gflops},
+                                {"pct_peak", 100 * gflops / r.peak_gflops},
+                                {"onednn_user_ms", row.onednn_user_ms > 0 ? nlohmann::json(row.onednn_user_ms) : nullptr},
+                                {"onednn_own_ms", row.onednn_own_ms > 0 ? nlohmann::json(row.onednn_own_ms) : nullptr},
+                                {"onednn_user_impl", row.onednn_user_impl},
+                                {"onednn_own_impl", row.onednn_own_impl},
+                                {"ratio_best_onednn_over_convgrad", row.ratio() > 0 ? nlohmann::json(row.ratio()) : nullptr}});
+    }
+    for (const char *dir : {"BWD_D", "BWD_W"}) {
+        for (const auto &[cls, g] : geomeans(r, dir)) j["geomean"][dir][cls] = g;
+    }
+    return j.dump(2);
+}
+
+}  // namespace convgrad::bench

@@ -1,0 +1,65 @@
+// The benchmark: convgrad and oneDNN side by side on a batch of benchdnn problems, in the
+// same process, same thread count, warm-up, median of repeats. Used by `convgrad bench` and
+// by the Google Benchmark binary.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchdnn_desc.h"
+
+namespace convgrad::bench {
+
+// Median wall time (ms) of f() after one warm-up call: at least `min_reps` repeats and
+// `min_time_s` seconds, at most 200 repeats.
+double median_ms(const std::function<void()> &f, double min_time_s, int min_reps = 5);
+
+// A convgrad gradient with its tensors allocated and filled with random values.
+class ConvgradGradient {
+public:
+    static Result<std::shared_ptr<ConvgradGradient>> create(const ConvProblem &p, Direction d);
+    Status execute();
+    const std::string &kernel() const { return kernel_; }
+
+private:
+    ConvProblem p_;
+    Direction d_ = Direction::kBackwardData;
+    std::vector<unsigned char> a_, b_, out_;
+    Tensor ta_, tb_, tout_;
+    std::string kernel_;
+};
+
+struct SuiteOptions {
+    std::string batch;
+    bool data = true, weights = true;
+    bool nchw = false;
+    DType dtype = DType::kFloat32;
+    double min_time_s = 0.3;
+    int threads = 2;
+};
+
+struct Row {
+    std::string name, problem_class, direction, line, kernel;
+    double flops = 0;
+    double convgrad_ms = 0;
+    double onednn_user_ms = 0, onednn_own_ms = 0;  // 0: oneDNN has no implementation
+    std::string onednn_user_impl, onednn_own_impl;
+    double best_onednn_ms() const;
+    double ratio() const;  // best oneDNN time / convgrad time (> 1: convgrad faster); 0 if none
+};
+
+struct SuiteResult {
+    double peak_gflops = 0;
+    std::string peak_isa;
+    std::vector<Row> rows;
+};
+
+// Runs every problem; `progress` gets one line per measurement.
+Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(const std::string &)> &progress);
+
+std::string format_table(const SuiteOptions &o, const SuiteResult &r);
+std::string format_json(const SuiteOptions &o, const SuiteResult &r);
+
+}  // namespace convgrad::bench
