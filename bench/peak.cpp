@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -11,7 +12,7 @@ namespace convgrad::bench {
 namespace {
 
 constexpr int kChains = 12;  // independent FMA chains: enough to cover latency x throughput
-constexpr long kIters = 20'000'000;
+constexpr long kIters = 10'000'000;
 
 // One function per ISA, each compiled for its own target, so the accumulators stay in
 // registers. FMA(x, a, b) = x * a + b.
@@ -46,13 +47,17 @@ Peak measure_fma_peak(int threads, bool float64) {
     else lanes = 4, chains = chains128, p.isa = "sse mul+add";
     // An FMA is 2 flops; SSE's separate mul and add count as one flop each, at 2 instructions.
     const double flops_per_iter = (lanes == 4 ? 1.0 : 2.0) * lanes * kChains;
+    // Best of 5: turbo ramp-up and a busy neighbour make single runs read low.
     std::vector<float> sink(threads);
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; t++) pool.emplace_back([&, t] { sink[t] = chains(); });
-    for (auto &t : pool) t.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    p.gflops = flops_per_iter * kIters * threads / s * 1e-9 / (float64 ? 2 : 1);
+    double best_s = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; t++) pool.emplace_back([&, t] { sink[t] = chains(); });
+        for (auto &t : pool) t.join();
+        best_s = std::min(best_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    p.gflops = flops_per_iter * kIters * threads / best_s * 1e-9 / (float64 ? 2 : 1);
     if (sink[0] == 12345.f) p.gflops += 0;  // keep the results alive
     return p;
 }

@@ -14,7 +14,7 @@ struct BwdDataStages {
     Var c{"c"}, x{"x"}, y{"y"}, z{"z"}, g{"g"}, n{"n"};
     RDom r;          // (co, kx, ky, kz)
     Expr unit_stride;     // true when every spatial stride is 1
-    Expr c_extent, x_extent;
+    Expr c_extent, x_extent, g_extent;
 };
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout);

@@ -54,13 +54,13 @@ public:
             hit = hit && (t % ax[a].stride == 0);
         }
 
+        // Taps whose output position is not on the stride grid are structural zeros: the
+        // predicate skips them (and their whole channel loop) instead of multiplying zeros.
+        s.r.where(hit);
         s.acc = Func("acc");
         s.acc(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(at, 0);
-        s.acc(s.c, s.x, s.y, s.z, s.g, s.n) +=
-            select(hit,
-                   Halide::cast(at, dy_padded(co, o[0], o[1], o[2], s.g, s.n)) *
-                       Halide::cast(at, s.w_local(s.c, co, k[0], k[1], k[2], s.g)),
-                   Halide::cast(at, 0));
+        s.acc(s.c, s.x, s.y, s.z, s.g, s.n) += Halide::cast(at, dy_padded(co, o[0], o[1], o[2], s.g, s.n)) *
+                                                Halide::cast(at, s.w_local(s.c, co, k[0], k[1], k[2], s.g));
 
         dx(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(st, s.acc(s.c, s.x, s.y, s.z, s.g, s.n));
         s.dx = dx;
@@ -73,6 +73,7 @@ public:
         s.unit_stride = unit_stride();
         s.c_extent = dx.dim(kC).extent();
         s.x_extent = dx.dim(kX).extent();
+        s.g_extent = dx.dim(kG).extent();
         schedule_bwd_data_cpu(s, get_target(), lay);
     }
 

@@ -60,6 +60,8 @@ public:
 
         s.unit_stride = unit_stride();
         s.co_extent = dw.dim(kCo).extent();
+        s.ci_extent = dw.dim(kCi).extent();
+        s.g_extent = dw.dim(kFg).extent();
         schedule_bwd_weights_cpu(s, get_target(), lay);
     }
 

@@ -35,11 +35,13 @@ inline Type accumulator_type(const Type &storage) {
 
 // Which activation dimension is contiguous in this variant. The kernel asserts it (so the
 // registry must only route matching views here) and the schedule vectorises along it.
-enum class Layout { NXC, NCX, Any };
+// NXG: the group dim is contiguous, i.e. one channel per group in NXC (depthwise).
+enum class Layout { NXC, NCX, NXG, Any };
 
 inline Layout parse_layout(const std::string &s) {
     if (s == "nxc") return Layout::NXC;
     if (s == "ncx") return Layout::NCX;
+    if (s == "nxg") return Layout::NXG;
     if (s == "any") return Layout::Any;
     throw std::invalid_argument("convgrad: unknown layout generator param '" + s + "'");
 }
@@ -53,6 +55,7 @@ void constrain_activation_strides(BufferLike &b, Layout layout) {
     }
     if (layout == Layout::NXC) b.dim(canonical::kC).set_stride(1);
     if (layout == Layout::NCX) b.dim(canonical::kX).set_stride(1);
+    if (layout == Layout::NXG) b.dim(canonical::kG).set_stride(1);
 }
 
 template<typename BufferLike>

@@ -1,22 +1,31 @@
-// CPU schedule of the data gradient.
+// CPU schedules of the data gradient.
 //
-// NXC: vectorise over the channel c (contiguous); each thread owns whole rows of (y, z, g, n);
-//      the filter is packed once with c innermost so the inner loop reads it contiguously
-//      whatever the user's filter layout (HWIO has c strided by C_out).
-// NCX: vectorise along x (contiguous); accumulate one row of x per channel.
-// Any: the NXC structure without stride assumptions (gathers): the always-correct fallback.
+// NXC: a register tile of (2 channel vectors) x (`pixels` output positions along x), reduced
+//   over output channels and taps with the accumulators in registers; threads own whole rows
+//   (y, z, g, n). The filter is packed once with c innermost, so each (co, tap) step loads two
+//   contiguous vectors whatever the user's filter layout. Problems too small for a tile fall
+//   back to one channel vector per position, then to scalars.
+// NXG (depthwise, channels contiguous across groups): vectors over the groups, the same tile
+//   over x.
+// NCX: vectors along x (contiguous); one row of x per (channel, row).
+// Any: the NXC fallback structure without stride assumptions (gathers).
 //
-// A unit-stride specialisation removes the division and modulus of the tap→output mapping.
-// This is the foundation schedule; the performance work (phase split for stride > 1,
-// register-blocked microkernels) lives in later variants of the registry.
+// Tile sizes follow the register file: 32 vector registers with AVX-512, 16 otherwise.
+// Every tiled branch also has a unit-stride specialisation that drops the tap predicate.
 #include "../generators/bwd_data.h"
 
 namespace convgrad::gen {
+namespace {
+
+int vector_registers(const Target &t) { return t.has_feature(Target::AVX512) ? 32 : 16; }
+
+}  // namespace
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout) {
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
     const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
-    Var rows("rows");
+    const int pixels = vector_registers(target) == 32 ? 6 : 3;  // 2 x pixels accumulators
+    Var rows("rows"), c_o("c_o"), c_i("c_i"), x_o("x_o"), x_i("x_i"), g_o("g_o"), g_i("g_i");
 
     if (layout == Layout::NCX) {
         s.dx.reorder(s.x, s.c, s.y, s.z, s.g, s.n)
@@ -25,15 +34,65 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         s.dx.specialize(s.x_extent >= vec).vectorize(s.x, vec);
         s.acc.compute_at(s.dx, s.c).vectorize(s.x, vec, TailStrategy::GuardWithIf);
         s.acc.update().reorder(s.x, co, kx, ky, kz).vectorize(s.x, vec, TailStrategy::GuardWithIf);
-    } else {
-        s.dx.fuse(s.y, s.z, rows).fuse(rows, s.g, rows).fuse(rows, s.n, rows).parallel(rows);
-        s.dx.specialize(s.c_extent >= vec).vectorize(s.c, vec);
-        s.acc.compute_at(s.dx, s.x).vectorize(s.c, vec, TailStrategy::GuardWithIf);
-        s.acc.update().reorder(s.c, co, kx, ky, kz).vectorize(s.c, vec, TailStrategy::GuardWithIf);
-        s.w_local.compute_root();
+        s.acc.update().specialize(s.unit_stride);
+        return;
     }
-    // Scheduled first so the specialisation inherits the schedule above.
+
+    // The tiled loop nest shared by NXC (tiles over c) and NXG (tiles over g): the vector
+    // dim `v` (c or g) split into its tile, x split into `pixels`, rows parallel.
+    const bool groups_vectorised = layout == Layout::NXG;
+    const Var v = groups_vectorised ? s.g : s.c;
+    const Expr v_extent = groups_vectorised ? s.g_extent : s.c_extent;
+    const int v_tile = groups_vectorised ? vec : 2 * vec;
+    Var &v_o = groups_vectorised ? g_o : c_o, &v_i = groups_vectorised ? g_i : c_i;
+    auto nest = [&](Stage st, int v_factor, int x_factor) {
+        st.split(v, v_o, v_i, v_factor).split(s.x, x_o, x_i, x_factor);
+        if (groups_vectorised) {
+            st.reorder(v_i, x_i, s.c, v_o, x_o, s.y, s.z, s.n).fuse(s.y, s.z, rows).fuse(rows, s.n, rows);
+        } else {
+            st.reorder(v_i, x_i, v_o, x_o, s.y, s.z, s.g, s.n)
+                .fuse(s.y, s.z, rows).fuse(rows, s.g, rows).fuse(rows, s.n, rows);
+        }
+        st.parallel(rows);
+    };
+    // Specialise before splitting: each branch gets its own split factors (same names).
+    const Expr tiled = v_extent >= v_tile && s.x_extent >= pixels;
+    const Expr vector = v_extent >= vec;
+    Stage tiled_dx = s.dx.specialize(tiled), vector_dx = s.dx.specialize(vector);
+    nest(tiled_dx, v_tile, pixels);
+    tiled_dx.vectorize(v_i, vec).unroll(x_i);  // stores only; the tile's math is in acc
+    nest(vector_dx, vec, 1);
+    vector_dx.vectorize(v_i);
+    nest(s.dx, 1, 1);
+
+    // Accumulators live per tile: v_tile x pixels values, all in registers.
+    s.acc.compute_at(s.dx, v_o);
+    if (groups_vectorised) s.acc.reorder_storage(s.g, s.c, s.x, s.y, s.z, s.n);  // vectors contiguous
+    Var v_vo("v_vo"), v_vi("v_vi");
+    Stage acc_init_tiled = s.acc.specialize(tiled);
+    acc_init_tiled.split(v, v_vo, v_vi, vec).vectorize(v_vi).unroll(v_vo).unroll(s.x);
+    s.acc.specialize(vector).vectorize(v, vec);
+    const auto order = [&](Stage st, VarOrRVar inner) {
+        if (groups_vectorised) st.reorder(inner, s.x, s.c, co, kx, ky, kz);
+        else st.reorder(inner, s.x, co, kx, ky, kz);
+    };
+    Stage acc_tiled = s.acc.update().specialize(tiled);
+    acc_tiled.split(v, v_vo, v_vi, vec);
+    order(acc_tiled, v_vi);
+    acc_tiled.reorder(v_vi, v_vo).vectorize(v_vi).unroll(v_vo).unroll(s.x);
+    acc_tiled.specialize(s.unit_stride);
+    Stage acc_vector = s.acc.update().specialize(vector);
+    order(acc_vector, v);
+    acc_vector.vectorize(v, vec);
+    acc_vector.specialize(s.unit_stride);
+    order(s.acc.update(), v);
     s.acc.update().specialize(s.unit_stride);
+
+    // The filter, packed once so the vector dim is contiguous for each (co, tap) whatever the
+    // user's filter layout (HWIO has c strided by C_out; OIX has g strided by C_out/G*taps).
+    const std::vector<Var> w_args = s.w_local.args();  // (ci, co, kx, ky, kz, g)
+    s.w_local.compute_root();
+    if (groups_vectorised) s.w_local.reorder_storage(w_args[5], w_args[0], w_args[1], w_args[2], w_args[3], w_args[4]);
 }
 
 }  // namespace convgrad::gen

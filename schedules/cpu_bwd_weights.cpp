@@ -1,38 +1,95 @@
-// CPU schedule of the filter gradient.
+// CPU schedules of the filter gradient, a GEMM per tap with a long reduction over the batch
+// and output positions.
 //
-// NXC / Any: vectorise over the output channel co (contiguous in dy); threads split the
-//   (ci, taps, g) space, each reducing over the whole batch and output plane in a fixed order
-//   (deterministic: no atomics, no thread-count-dependent sums).
-// NCX: the reduction runs along x, which is contiguous in both x and dy: rfactor the inner
-//   part of the x reduction into vector lanes, then sum the lanes.
+// NXC: a register tile of (ci_tile input channels) x (2 vectors of output channels), reduced
+//   over every output position with the accumulators in registers: per position, ci_tile
+//   broadcasts of x and 2 vector loads of dy feed 2*ci_tile FMAs. Threads split the
+//   (tile, tap, group) space. Smaller problems: one vector of co per ci, then scalars.
+// NXG (depthwise): vectors over the groups; the reduction over rows is split into fixed
+//   chunks (rfactor) that run in parallel and are summed in a fixed order afterwards.
+// NCX: the reduction runs along x, contiguous in both x and dy: rfactor its inner part into
+//   vector lanes, then sum the lanes.
+// Any: the NXC fallback without stride assumptions.
+// No atomics and no thread-count-dependent splits anywhere: results are deterministic.
 #include "../generators/bwd_weights.h"
 
 namespace convgrad::gen {
+namespace {
+
+int vector_registers(const Target &t) { return t.has_feature(Target::AVX512) ? 32 : 16; }
+
+}  // namespace
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout) {
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
     const RVar ox = s.r[0], oy = s.r[1], oz = s.r[2], n = s.r[3];
-    Var work("work");
-
-    s.dw.reorder(s.co, s.ci, s.kx, s.ky, s.kz, s.g)
-        .fuse(s.ci, s.kx, work).fuse(work, s.ky, work).fuse(work, s.kz, work).fuse(work, s.g, work)
-        .parallel(work);
-    s.acc.compute_at(s.dw, work);
+    Var work("work"), co_o("co_o"), co_i("co_i"), ci_o("ci_o"), ci_i("ci_i"), co_vo("co_vo"), co_vi("co_vi");
 
     if (layout == Layout::NCX) {
+        s.dw.reorder(s.co, s.ci, s.kx, s.ky, s.kz, s.g)
+            .fuse(s.ci, s.kx, work).fuse(work, s.ky, work).fuse(work, s.kz, work).fuse(work, s.g, work)
+            .parallel(work);
+        s.acc.compute_at(s.dw, work);
         RVar oxo("oxo"), oxi("oxi");
         Var lane("lane");
-        Func lanes = s.acc.update().split(ox, oxo, oxi, vec, TailStrategy::GuardWithIf)
-                         .rfactor(oxi, lane);
+        Func lanes = s.acc.update().split(ox, oxo, oxi, vec, TailStrategy::GuardWithIf).rfactor(oxi, lane);
         lanes.compute_at(s.acc, s.co).vectorize(lane);
         lanes.update().reorder(lane, oxo, oy, oz, n).vectorize(lane);
         lanes.update().specialize(s.unit_stride);
-    } else {
-        s.dw.specialize(s.co_extent >= vec).vectorize(s.co, vec);
-        s.acc.vectorize(s.co, vec, TailStrategy::GuardWithIf);
-        s.acc.update().reorder(s.co, ox, oy, oz, n).vectorize(s.co, vec, TailStrategy::GuardWithIf);
-        s.acc.update().specialize(s.unit_stride);
+        return;
     }
+
+    if (layout == Layout::NXG) {
+        // Partial sums over chunks of 4 output rows of one image, in parallel; then summed.
+        RVar oyo("oyo"), oyi("oyi");
+        Var u("u"), v("v"), g_o("g_o"), g_i("g_i");
+        Func part = s.acc.update().split(oy, oyo, oyi, 4, TailStrategy::GuardWithIf).rfactor({{oyo, u}, {n, v}});
+        // Groups are the vector dim: store them innermost (else every vector is a gather).
+        s.acc.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
+        s.acc.specialize(s.g_extent >= vec).vectorize(s.g, vec);
+        s.acc.update().specialize(s.g_extent >= vec).vectorize(s.g, vec);
+        part.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
+        Var uv("uv");
+        part.fuse(u, v, uv).parallel(uv);
+        Stage pu = part.update();
+        pu.fuse(u, v, uv);
+        Stage pv = pu.specialize(s.g_extent >= vec);
+        pv.split(s.g, g_o, g_i, vec, TailStrategy::GuardWithIf)
+            .reorder(g_i, s.kx, s.ky, s.kz, ox, oyi, oz, g_o, uv)
+            .vectorize(g_i).parallel(uv);
+        pu.reorder(s.g, s.kx, s.ky, s.kz, ox, oyi, oz, uv).parallel(uv);
+        return;
+    }
+
+    const int ci_tile = vector_registers(target) == 32 ? 8 : 4, co_tile = 2 * vec;
+    const Expr tiled = s.ci_extent >= ci_tile && s.co_extent >= co_tile;
+    const Expr vector = s.co_extent >= vec;
+    auto nest = [&](Stage st, int ci_factor, int co_factor) {
+        st.split(s.co, co_o, co_i, co_factor).split(s.ci, ci_o, ci_i, ci_factor)
+            .reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g)
+            .fuse(co_o, ci_o, work).fuse(work, s.kx, work).fuse(work, s.ky, work).fuse(work, s.kz, work)
+            .fuse(work, s.g, work)
+            .parallel(work);
+    };
+    // Specialise before splitting: each branch gets its own split factors (same names).
+    Stage dw_tiled = s.dw.specialize(tiled), dw_vector = s.dw.specialize(vector);
+    nest(dw_tiled, ci_tile, co_tile);
+    dw_tiled.vectorize(co_i, vec).unroll(ci_i);
+    nest(dw_vector, 1, vec);
+    dw_vector.vectorize(co_i);
+    nest(s.dw, 1, 1);
+
+    // co is the vector dim: store it innermost, so the tile's vectors are contiguous.
+    s.acc.compute_at(s.dw, work).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g);
+    s.acc.specialize(tiled).split(s.co, co_vo, co_vi, vec).vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+    s.acc.specialize(vector).vectorize(s.co, vec);
+    Stage acc_tiled = s.acc.update().specialize(tiled);
+    acc_tiled.split(s.co, co_vo, co_vi, vec)
+        .reorder(co_vi, co_vo, s.ci, ox, oy, oz, n)
+        .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+    Stage acc_vector = s.acc.update().specialize(vector);
+    acc_vector.reorder(s.co, s.ci, ox, oy, oz, n).vectorize(s.co, vec);
+    s.acc.update().reorder(s.co, s.ci, ox, oy, oz, n);
 }
 
 }  // namespace convgrad::gen

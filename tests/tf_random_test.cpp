@@ -25,15 +25,20 @@ TfConv2D random_case(Rng &rng, bool depthwise) {
         c.depthwise = depthwise;
         c.data_format = pick(rng, 0, 1) ? "NCHW" : "NHWC";
         const bool nchw = c.data_format == "NCHW";
-        const bool wide = pick(rng, 0, 3) == 0;  // channels or rows long enough for full vectors
-        const int64_t n = pick(rng, 1, 3), h = pick(rng, 1, wide ? 20 : 10), w = pick(rng, 1, wide ? 20 : 10);
+        // Sizes: small (scalar branches), wide (full vectors), very wide (the register-tiled
+        // branches: >= 32 channels per tile on AVX-512, with tails off the tile multiples).
+        const int size = static_cast<int>(pick(rng, 0, 7));
+        const bool wide = size >= 4, very_wide = size >= 6;
+        const int64_t n = pick(rng, 1, very_wide ? 2 : 3), h = pick(rng, 1, wide && !very_wide ? 20 : 10),
+                      w = pick(rng, 1, wide ? 20 : 10);
         int64_t cin;
         if (depthwise) {
-            cin = pick(rng, 1, wide ? 20 : 5);
-            c.filter = {pick(rng, 1, 4), pick(rng, 1, 4), cin, pick(rng, 1, 3)};
+            cin = very_wide ? pick(rng, 16, 80) : pick(rng, 1, wide ? 20 : 5);
+            c.filter = {pick(rng, 1, 4), pick(rng, 1, 4), cin, very_wide ? 1 : pick(rng, 1, 3)};
         } else {
             const int64_t groups = std::vector<int64_t>{1, 1, 2, 3}[pick(rng, 0, 3)];
-            const int64_t cg = pick(rng, 1, wide ? 24 : 5), kg = pick(rng, 1, wide ? 24 : 5);
+            const int64_t cg = very_wide ? pick(rng, 8, 72) : pick(rng, 1, wide ? 24 : 5);
+            const int64_t kg = very_wide ? pick(rng, 8, 72) : pick(rng, 1, wide ? 24 : 5);
             cin = groups * cg;
             c.filter = {pick(rng, 1, 4), pick(rng, 1, 4), cg, groups * kg};
         }
@@ -72,7 +77,9 @@ void check_random_op(bool depthwise, bool backprop_input, uint64_t seed) {
     }
     if (cases >= 100) {  // enough cases that every layout variant must have been drawn
         const std::string dir = backprop_input ? "bwd_data_f32_" : "bwd_weights_f32_";
-        for (const char *layout : {"nxc", "ncx", "any"}) {
+        std::vector<const char *> layouts = {"nxc", "ncx", "any"};
+        if (depthwise) layouts.push_back("nxg");  // NHWC with multiplier 1: groups contiguous
+        for (const char *layout : layouts) {
             EXPECT_TRUE(kernels.count(dir + layout)) << dir << layout << " never ran";
         }
     }

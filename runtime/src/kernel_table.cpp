@@ -1,6 +1,7 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
-// per (direction, dtype), the channel-contiguous (nxc) kernel, then the row-contiguous (ncx)
-// one, then the stride-agnostic (any) one. The first entry that accepts a problem runs.
+// per (direction, dtype), the depthwise kernel (groups contiguous: nxg), the channel-
+// contiguous (nxc) one, the row-contiguous (ncx) one, then the stride-agnostic (any) one.
+// The first entry that accepts a problem runs.
 #include "kernel_registry.h"
 
 #include "kernel_list.inc"  // the generated kernels' headers
@@ -9,6 +10,7 @@ namespace convgrad {
 namespace {
 
 using canonical::kC;
+using canonical::kG;
 using canonical::kX;
 constexpr int kNone = -1;
 
@@ -19,6 +21,7 @@ constexpr DType dtype_f64 = DType::kFloat64;
 constexpr DType dtype_f16 = DType::kFloat16;
 constexpr DType dtype_bf16 = DType::kBFloat16;
 constexpr DType dtype_i32 = DType::kInt32;
+constexpr int layout_nxg = kG;
 constexpr int layout_nxc = kC;
 constexpr int layout_ncx = kX;
 constexpr int layout_any = kNone;
@@ -37,7 +40,7 @@ const std::vector<KernelEntry> &kernel_table() {
 }
 
 const char *KernelEntry::layout() const {
-    return unit_stride_dim == kC ? "nxc" : unit_stride_dim == kX ? "ncx" : "any";
+    return unit_stride_dim == kC ? "nxc" : unit_stride_dim == kX ? "ncx" : unit_stride_dim == kG ? "nxg" : "any";
 }
 
 bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView &act0,
