@@ -58,11 +58,14 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // Specialise before splitting: each branch gets its own split factors (same names).
     const Expr tiled = v_extent >= v_tile && s.x_extent >= pixels;
     const Expr vector = v_extent >= vec;
-    Stage tiled_dx = s.dx.specialize(tiled), vector_dx = s.dx.specialize(vector);
+    const Expr half = v_extent >= vec / 2;  // small groups (ResNeXt): half vectors beat scalars
+    Stage tiled_dx = s.dx.specialize(tiled), vector_dx = s.dx.specialize(vector), half_dx = s.dx.specialize(half);
     nest(tiled_dx, v_tile, pixels);
     tiled_dx.vectorize(v_i, vec).unroll(x_i);  // stores only; the tile's math is in acc
     nest(vector_dx, vec, 1);
     vector_dx.vectorize(v_i);
+    nest(half_dx, vec / 2, 1);
+    half_dx.vectorize(v_i);
     nest(s.dx, 1, 1);
 
     // Accumulators live per tile: v_tile x pixels values, all in registers.
@@ -71,7 +74,6 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     Var v_vo("v_vo"), v_vi("v_vi");
     Stage acc_init_tiled = s.acc.specialize(tiled);
     acc_init_tiled.split(v, v_vo, v_vi, vec).vectorize(v_vi).unroll(v_vo).unroll(s.x);
-    s.acc.specialize(vector).vectorize(v, vec);
     const auto order = [&](Stage st, VarOrRVar inner) {
         if (groups_vectorised) st.reorder(inner, s.x, s.c, co, kx, ky, kz);
         else st.reorder(inner, s.x, co, kx, ky, kz);
@@ -81,10 +83,13 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     order(acc_tiled, v_vi);
     acc_tiled.reorder(v_vi, v_vo).vectorize(v_vi).unroll(v_vo).unroll(s.x);
     acc_tiled.specialize(s.unit_stride);
-    Stage acc_vector = s.acc.update().specialize(vector);
-    order(acc_vector, v);
-    acc_vector.vectorize(v, vec);
-    acc_vector.specialize(s.unit_stride);
+    for (const auto &[condition, lanes] : {std::pair{vector, vec}, std::pair{half, vec / 2}}) {
+        s.acc.specialize(condition).vectorize(v, lanes);
+        Stage st = s.acc.update().specialize(condition);
+        order(st, v);
+        st.vectorize(v, lanes);
+        st.specialize(s.unit_stride);
+    }
     order(s.acc.update(), v);
     s.acc.update().specialize(s.unit_stride);
 

@@ -4,7 +4,8 @@
 // NXC: a register tile of (ci_tile input channels) x (2 vectors of output channels), reduced
 //   over every output position with the accumulators in registers: per position, ci_tile
 //   broadcasts of x and 2 vector loads of dy feed 2*ci_tile FMAs. Threads split the
-//   (tile, tap, group) space. Smaller problems: one vector of co per ci, then scalars.
+//   (tile, tap, group) space. Smaller problems: a 3-channel tile (RGB stems), one vector of
+//   co per ci, a half vector (small groups), then scalars.
 // NXG (depthwise): vectors over the groups; the reduction over rows is split into fixed
 //   chunks (rfactor) that run in parallel and are summed in a fixed order afterwards.
 // NCX: the reduction runs along x, contiguous in both x and dy: rfactor its inner part into
@@ -63,7 +64,11 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
 
     const int ci_tile = vector_registers(target) == 32 ? 8 : 4, co_tile = 2 * vec;
     const Expr tiled = s.ci_extent >= ci_tile && s.co_extent >= co_tile;
+    // Few input channels (an RGB stem has 3): a 3 x 2-vector tile still amortises the loads.
+    const Expr narrow = s.ci_extent >= 3 && s.co_extent >= co_tile;
     const Expr vector = s.co_extent >= vec;
+    // Small groups (ResNeXt: 4-8 channels per group): half-width vectors beat scalars.
+    const Expr half = s.co_extent >= vec / 2;
     auto nest = [&](Stage st, int ci_factor, int co_factor) {
         st.split(s.co, co_o, co_i, co_factor).split(s.ci, ci_o, ci_i, ci_factor)
             .reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g)
@@ -72,23 +77,28 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             .parallel(work);
     };
     // Specialise before splitting: each branch gets its own split factors (same names).
-    Stage dw_tiled = s.dw.specialize(tiled), dw_vector = s.dw.specialize(vector);
-    nest(dw_tiled, ci_tile, co_tile);
-    dw_tiled.vectorize(co_i, vec).unroll(ci_i);
-    nest(dw_vector, 1, vec);
-    dw_vector.vectorize(co_i);
+    // Branches in order: (condition, ci tile, co tile, vector width); the last is scalar.
+    struct Branch {
+        Expr condition;
+        int ci, co, lanes;
+    };
+    const Branch branches[] = {{tiled, ci_tile, co_tile, vec}, {narrow, 3, co_tile, vec},
+                               {vector, 1, vec, vec}, {half, 1, vec / 2, vec / 2}};
+    for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
+        Stage st = s.dw.specialize(b.condition);
+        nest(st, b.ci, b.co);
+        st.vectorize(co_i, b.lanes).unroll(ci_i);
+    }
     nest(s.dw, 1, 1);
 
     // co is the vector dim: store it innermost, so the tile's vectors are contiguous.
     s.acc.compute_at(s.dw, work).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g);
-    s.acc.specialize(tiled).split(s.co, co_vo, co_vi, vec).vectorize(co_vi).unroll(co_vo).unroll(s.ci);
-    s.acc.specialize(vector).vectorize(s.co, vec);
-    Stage acc_tiled = s.acc.update().specialize(tiled);
-    acc_tiled.split(s.co, co_vo, co_vi, vec)
-        .reorder(co_vi, co_vo, s.ci, ox, oy, oz, n)
-        .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
-    Stage acc_vector = s.acc.update().specialize(vector);
-    acc_vector.reorder(s.co, s.ci, ox, oy, oz, n).vectorize(s.co, vec);
+    for (const Branch &b : branches) {
+        s.acc.specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes).vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+        s.acc.update().specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes)
+            .reorder(co_vi, co_vo, s.ci, ox, oy, oz, n)
+            .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+    }
     s.acc.update().reorder(s.co, s.ci, ox, oy, oz, n);
 }
 

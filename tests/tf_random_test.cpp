@@ -37,7 +37,7 @@ TfConv2D random_case(Rng &rng, bool depthwise) {
             c.filter = {pick(rng, 1, 4), pick(rng, 1, 4), cin, very_wide ? 1 : pick(rng, 1, 3)};
         } else {
             const int64_t groups = std::vector<int64_t>{1, 1, 2, 3}[pick(rng, 0, 3)];
-            const int64_t cg = very_wide ? pick(rng, 8, 72) : pick(rng, 1, wide ? 24 : 5);
+            const int64_t cg = very_wide ? pick(rng, 3, 72) : pick(rng, 1, wide ? 24 : 5);
             const int64_t kg = very_wide ? pick(rng, 8, 72) : pick(rng, 1, wide ? 24 : 5);
             cin = groups * cg;
             c.filter = {pick(rng, 1, 4), pick(rng, 1, 4), cg, groups * kg};
