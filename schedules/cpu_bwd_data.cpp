@@ -74,23 +74,28 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     Var v_vo("v_vo"), v_vi("v_vi");
     Stage acc_init_tiled = s.acc.specialize(tiled);
     acc_init_tiled.split(v, v_vo, v_vi, vec).vectorize(v_vi).unroll(v_vo).unroll(s.x);
-    const auto order = [&](Stage st, VarOrRVar inner) {
-        if (groups_vectorised) st.reorder(inner, s.x, s.c, co, kx, ky, kz);
-        else st.reorder(inner, s.x, co, kx, ky, kz);
+    // Innermost: the vector dim(s) and the tile's pixels, then the reduction. reorder() only
+    // permutes the dims it is given, so every tile dim is listed (an unlisted v_vo stayed
+    // outside the reduction and duplicated it per channel vector).
+    const auto order = [&](Stage st, std::vector<VarOrRVar> inner) {
+        inner.push_back(s.x);
+        if (groups_vectorised) inner.push_back(s.c);
+        for (const RVar &r : {co, kx, ky, kz}) inner.push_back(r);
+        st.reorder(inner);
     };
     Stage acc_tiled = s.acc.update().specialize(tiled);
     acc_tiled.split(v, v_vo, v_vi, vec);
-    order(acc_tiled, v_vi);
-    acc_tiled.reorder(v_vi, v_vo).vectorize(v_vi).unroll(v_vo).unroll(s.x);
+    order(acc_tiled, {v_vi, v_vo});
+    acc_tiled.vectorize(v_vi).unroll(v_vo).unroll(s.x);
     acc_tiled.specialize(s.unit_stride);
     for (const auto &[condition, lanes] : {std::pair{vector, vec}, std::pair{half, vec / 2}}) {
         s.acc.specialize(condition).vectorize(v, lanes);
         Stage st = s.acc.update().specialize(condition);
-        order(st, v);
+        order(st, {v});
         st.vectorize(v, lanes);
         st.specialize(s.unit_stride);
     }
-    order(s.acc.update(), v);
+    order(s.acc.update(), {v});
     s.acc.update().specialize(s.unit_stride);
 
     // The filter, packed once so the vector dim is contiguous for each (co, tap) whatever the
