@@ -11,6 +11,8 @@ struct BwdDataStages {
     Func dx;         // output, storage type
     Func acc;        // accumulator (float32 for 16-bit floats)
     Func w_local;    // the filter, as the kernel reads it (schedules may pack it)
+    Func dy_in;      // dy (zero-padded) in the accumulator type (schedules may stage it)
+    bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     Var c{"c"}, x{"x"}, y{"y"}, z{"z"}, g{"g"}, n{"n"};
     RDom r;          // (co, kx, ky, kz)
     Expr unit_stride;     // true when every spatial stride is 1

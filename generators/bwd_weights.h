@@ -8,6 +8,8 @@ namespace convgrad::gen {
 struct BwdWeightsStages {
     Func dw;         // output, storage type
     Func acc;        // accumulator
+    Func x_in, dy_in;  // inputs (x zero-padded) in the accumulator type (schedules may stage them)
+    bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
     Expr unit_stride;

@@ -23,6 +23,12 @@ int vector_registers(const Target &t) { return t.has_feature(Target::AVX512) ? 3
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout) {
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
+    if (s.staged_inputs) {  // one conversion per element, in parallel over rows
+        for (Func f : {s.x_in, s.dy_in}) {
+            const std::vector<Var> a = f.args();
+            f.compute_root().parallel(a[5]).parallel(a[2]);
+        }
+    }
     const RVar ox = s.r[0], oy = s.r[1], oz = s.r[2], n = s.r[3];
     Var work("work"), co_o("co_o"), co_i("co_i"), ci_o("ci_o"), ci_i("ci_i"), co_vo("co_vo"), co_vi("co_vi");
 
