@@ -79,7 +79,7 @@ public:
         const Layout lay = variant_layout();
         constrain_activation_strides(dy, lay);
         constrain_activation_strides(dx, lay);
-        constrain_filter_strides(w);
+        constrain_filter_strides(w, lay);
 
         s.unit_stride = unit_stride();
         s.c_extent = dx.dim(kC).extent();

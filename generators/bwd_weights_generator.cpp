@@ -66,7 +66,7 @@ public:
         const Layout lay = variant_layout();
         constrain_activation_strides(x, lay);
         constrain_activation_strides(dy, lay);
-        constrain_filter_strides(dw);
+        constrain_filter_strides(dw, lay);
 
         s.unit_stride = unit_stride();
         s.co_extent = dw.dim(kCo).extent();

@@ -55,14 +55,23 @@ void constrain_activation_strides(BufferLike &b, Layout layout) {
     }
     if (layout == Layout::NXC) b.dim(canonical::kC).set_stride(1);
     if (layout == Layout::NCX) b.dim(canonical::kX).set_stride(1);
-    if (layout == Layout::NXG) b.dim(canonical::kG).set_stride(1);
+    if (layout == Layout::NXG) {
+        // Groups contiguous means one channel per group: telling Halide the channel extent is
+        // 1 removes the channel loops, so the tiles' accumulators stay in registers.
+        b.dim(canonical::kG).set_stride(1);
+        b.dim(canonical::kC).set_bounds(0, 1);
+    }
 }
 
 template<typename BufferLike>
-void constrain_filter_strides(BufferLike &b) {
+void constrain_filter_strides(BufferLike &b, Layout layout) {
     for (int d = 0; d < canonical::kFilterDims; d++) {
         b.dim(d).set_stride(Expr());
         b.dim(d).set_min(0);
+    }
+    if (layout == Layout::NXG) {  // depthwise with multiplier 1: one input, one output channel
+        b.dim(canonical::kCi).set_bounds(0, 1);
+        b.dim(canonical::kCo).set_bounds(0, 1);
     }
 }
 

@@ -61,10 +61,12 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         Stage pu = part.update();
         pu.fuse(u, v, uv);
         Stage pv = pu.specialize(s.g_extent >= vec);
+        // Taps outside the chunk's positions: each tap's partial sums stay in registers while
+        // the chunk (4 rows of x and dy) is re-read from cache once per tap.
         pv.split(s.g, g_o, g_i, vec, TailStrategy::GuardWithIf)
-            .reorder(g_i, s.kx, s.ky, s.kz, ox, oyi, oz, g_o, uv)
+            .reorder(g_i, ox, oyi, oz, s.kx, s.ky, s.kz, g_o, uv)
             .vectorize(g_i).parallel(uv);
-        pu.reorder(s.g, s.kx, s.ky, s.kz, ox, oyi, oz, uv).parallel(uv);
+        pu.reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz, uv).parallel(uv);
         return;
     }
 

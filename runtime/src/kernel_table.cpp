@@ -47,6 +47,8 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
                           const CanonicalView &act1) const {
     if (d != direction || p.dtype != dtype) return false;
     if (unit_stride_dim == kNone) return true;
+    // nxg kernels are built for one channel per group (they assert it): groups contiguous.
+    if (unit_stride_dim == kG && (act0.extent[kC] != 1 || act1.extent[kC] != 1)) return false;
     return act0.stride[unit_stride_dim] == 1 && act1.stride[unit_stride_dim] == 1;
 }
 
