@@ -7,7 +7,8 @@
 //   back to one channel vector per position, then to scalars.
 // NXG (depthwise, channels contiguous across groups): vectors over the groups, the same tile
 //   over x.
-// NCX: vectors along x (contiguous); one row of x per (channel, row).
+// NCX: a register tile of (2 vectors along x, contiguous) x (8 channels), the NXC tile with
+//   the roles swapped, over a staged dy.
 // Any: the NXC fallback structure without stride assumptions (gathers).
 //
 // Tile sizes follow the register file: 32 vector registers with AVX-512, 16 otherwise.
@@ -37,13 +38,55 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     Var rows("rows"), c_o("c_o"), c_i("c_i"), x_o("x_o"), x_i("x_i"), g_o("g_o"), g_i("g_i");
 
     if (layout == Layout::NCX) {
-        s.dx.reorder(s.x, s.c, s.y, s.z, s.g, s.n)
-            .fuse(s.y, s.z, rows).fuse(rows, s.g, rows).fuse(rows, s.n, rows)
-            .parallel(rows);
-        s.dx.specialize(s.x_extent >= vec).vectorize(s.x, vec);
-        s.acc.compute_at(s.dx, s.c).vectorize(s.x, vec, TailStrategy::GuardWithIf);
-        s.acc.update().reorder(s.x, co, kx, ky, kz).vectorize(s.x, vec, TailStrategy::GuardWithIf);
+        // The NXC tile with the roles swapped: (2 vectors along x) x (c_tile channels); per
+        // (co, tap) one dy vector is shared by c_tile broadcast weights. dy is staged (zero
+        // border included) so its shifted rows load without per-lane selects.
+        const int c_tile = vector_registers(target) == 32 ? 8 : 4;
+        const Expr tiled = s.x_extent >= 2 * vec && s.c_extent >= c_tile;
+        auto nest = [&](Stage st, int x_factor, int c_factor) {
+            st.split(s.x, x_o, x_i, x_factor).split(s.c, c_o, c_i, c_factor)
+                .reorder(x_i, c_i, x_o, c_o, s.y, s.z, s.g, s.n)
+                .fuse(s.y, s.z, rows).fuse(rows, s.g, rows).fuse(rows, s.n, rows)
+                .parallel(rows);
+        };
+        // Rows too short for a vector (7x7 layers): 8 independent scalar chains per pixel.
+        const Expr narrow = s.c_extent >= c_tile;
+        Stage tiled_dx = s.dx.specialize(tiled), vector_dx = s.dx.specialize(s.x_extent >= vec),
+              narrow_dx = s.dx.specialize(narrow);
+        nest(tiled_dx, 2 * vec, c_tile);
+        tiled_dx.vectorize(x_i, vec).unroll(c_i);
+        nest(vector_dx, vec, 1);
+        vector_dx.vectorize(x_i);
+        nest(narrow_dx, 1, c_tile);
+        narrow_dx.unroll(c_i);
+        nest(s.dx, 1, 1);
+        s.acc.compute_at(s.dx, x_o).reorder_storage(s.x, s.c, s.y, s.z, s.g, s.n);  // x vectors contiguous
+        Var x_vo("x_vo"), x_vi("x_vi");
+        s.acc.specialize(tiled).split(s.x, x_vo, x_vi, vec).vectorize(x_vi).unroll(x_vo).unroll(s.c);
+        Stage acc_tiled = s.acc.update().specialize(tiled);
+        acc_tiled.split(s.x, x_vo, x_vi, vec)
+            .reorder(x_vi, x_vo, s.c, co, kx, ky, kz)
+            .vectorize(x_vi).unroll(x_vo).unroll(s.c);
+        acc_tiled.specialize(s.unit_stride);
+        Stage acc_vector = s.acc.update().specialize(s.x_extent >= vec);
+        acc_vector.reorder(s.x, s.c, co, kx, ky, kz).vectorize(s.x, vec);
+        acc_vector.specialize(s.unit_stride);
+        // No narrow specialisation of acc's init: with it, rows of 16-31 pixels (dx in its
+        // vector branch, acc's init then in its narrow one) gave wrong results; the update's
+        // narrow branch alone is correct (tests: TfRandom, TfEdge.VectorSizedLayers).
+        Stage acc_narrow = s.acc.update().specialize(narrow);
+        acc_narrow.reorder(s.c, s.x, co, kx, ky, kz).unroll(s.c);
+        acc_narrow.specialize(s.unit_stride);
+        s.acc.update().reorder(s.x, s.c, co, kx, ky, kz);
         s.acc.update().specialize(s.unit_stride);
+        // Staged with x innermost, as the tile reads it (default storage would put co first
+        // and turn every x-vector into a gather).
+        const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
+        s.dy_in.compute_root()
+            .reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5])
+            .reorder(a[1], a[0], a[2], a[3], a[4], a[5])
+            .vectorize(a[1], vec, TailStrategy::GuardWithIf)
+            .parallel(a[5]).parallel(a[2]);
         return;
     }
 
