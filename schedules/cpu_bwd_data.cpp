@@ -16,11 +16,6 @@
 #include "../generators/bwd_data.h"
 
 namespace convgrad::gen {
-namespace {
-
-int vector_registers(const Target &t) { return t.has_feature(Target::AVX512) ? 32 : 16; }
-
-}  // namespace
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout) {
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);

@@ -15,11 +15,6 @@
 #include "../generators/bwd_weights.h"
 
 namespace convgrad::gen {
-namespace {
-
-int vector_registers(const Target &t) { return t.has_feature(Target::AVX512) ? 32 : 16; }
-
-}  // namespace
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout) {
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
