@@ -384,6 +384,35 @@ TEST_F(CliTest, EveryDtypeEndToEnd) {
     EXPECT_FALSE(exists(path("bad.npy")));
 }
 
+// convgrad bench on one small problem: a table, JSON with every field, clean errors.
+TEST_F(CliTest, BenchSmoke) {
+    std::ofstream(path("tiny.conv")) << "# one small problem\ng2mb2ic8ih9iw9oc8oh9ow9kh3kw3ph1pw1n\"tiny\"\n";
+    const std::string out = path("bench.txt");
+    const std::string cmd = std::string("'") + CONVGRAD_CLI + "' bench --batch '" + path("tiny.conv") +
+                            "' --min-time 0 --json '" + path("bench.json") + "' > '" + out + "' 2>/dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream table(out);
+    const std::string text((std::istreambuf_iterator<char>(table)), {});
+    EXPECT_NE(text.find("| tiny | grouped | BWD_D |"), std::string::npos) << text;
+    EXPECT_NE(text.find("| tiny | grouped | BWD_W |"), std::string::npos) << text;
+    std::ifstream json(path("bench.json"));
+    const std::string j((std::istreambuf_iterator<char>(json)), {});
+    for (const char *field : {"\"convgrad_ms\"", "\"onednn_user_ms\"", "\"onednn_own_ms\"", "\"peak_gflops\"",
+                              "\"ratio_best_onednn_over_convgrad\"", "\"geomean_vs_best_onednn\""}) {
+        EXPECT_NE(j.find(field), std::string::npos) << field;
+    }
+    CliResult r = run({"bench", "--batch", path("missing.conv")});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.stderr_text.find("--batch: cannot open"), std::string::npos) << r.stderr_text;
+    r = run({"bench", "--batch", path("tiny.conv"), "--dtype", "f8"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.stderr_text.find("--dtype"), std::string::npos) << r.stderr_text;
+    std::ofstream(path("bad.conv")) << "ic4ih8oc4kh3zz1\n";
+    r = run({"bench", "--batch", path("bad.conv")});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.stderr_text.find("unknown field 'zz'"), std::string::npos) << r.stderr_text;
+}
+
 // Random mutations of a valid call: whatever happens, a clean exit code and no signal.
 TEST_F(CliTest, RandomArgumentMutationsNeverCrash) {
     Rng rng(24);
