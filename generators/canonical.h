@@ -21,4 +21,9 @@ enum FilterDim { kCi = 0, kCo = 1, kKx = 2, kKy = 3, kKz = 4, kFg = 5, kFilterDi
 
 constexpr int kMaxSpatial = 3;
 
+// Canonical spatial index (0 = x, 1 = y, 2 = z) of a problem's spatial axis `a`, axes listed
+// outermost first (D, H, W) as in shapes: the innermost axis is x. Add kX or kKx for the
+// activation or filter dimension.
+constexpr int spatial_index(int spatial_rank, int a) { return spatial_rank - 1 - a; }
+
 }  // namespace convgrad::canonical

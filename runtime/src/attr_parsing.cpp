@@ -41,6 +41,17 @@ Result<SpatialDims> spatial_or_full(const char *name, const Shape &values, int r
     return out;
 }
 
+Status check_shape(const char *what, const Shape &s, int dims, const char *like) {
+    if (static_cast<int>(s.size()) != dims) {
+        return Status::invalid(std::string(what) + ": must be " + std::to_string(dims) + "-D" +
+                               (like ? std::string(" like ") + like : std::string()) + ", got shape " + shape_string(s));
+    }
+    for (int64_t d : s) {
+        if (d < 0) return Status::invalid(std::string(what) + ": negative dimension in " + shape_string(s));
+    }
+    return Status::ok();
+}
+
 Status named(const char *op, const Status &s) { return Status(s.code(), std::string(op) + ": " + s.message()); }
 
 std::string lower(std::string s) {

@@ -18,6 +18,10 @@ Result<SpatialDims> per_axis(const char *name, const std::vector<int64_t> &value
 Result<SpatialDims> spatial_or_full(const char *name, const Shape &values, int rank, const std::vector<int> &spatial_dims,
                                     Shape *full);
 
+// `what` must have `dims` dimensions, none negative. `like` (optional) names the tensor that
+// fixed the rank, for the message: "filter: must be 4-D like output_delta, got shape [...]".
+Status check_shape(const char *what, const Shape &s, int dims, const char *like = nullptr);
+
 // Prefixes a Status's message with the op name.
 Status named(const char *op, const Status &s);
 

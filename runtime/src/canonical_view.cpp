@@ -8,9 +8,6 @@ namespace {
 
 using namespace canonical;
 
-// Canonical spatial dim of the problem's spatial axis a (a = 0 is outermost: D, H or W).
-int canonical_spatial(const ConvProblem &p, int a) { return kX + (p.spatial_rank - 1 - a); }
-
 }  // namespace
 
 int64_t CanonicalView::num_elements() const {
@@ -57,8 +54,8 @@ Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Ten
         int spatial0 = 0, i_dim = r, o_dim = r + 1;  // XIO and XGM
         if (p.filter_layout == FilterLayout::kOIX) spatial0 = 2, o_dim = 0, i_dim = 1;
         for (int a = 0; a < r; a++) {
-            v.extent[kKx + (r - 1 - a)] = t.shape[spatial0 + a];
-            v.stride[kKx + (r - 1 - a)] = s[spatial0 + a];
+            v.extent[kKx + spatial_index(r, a)] = t.shape[spatial0 + a];
+            v.stride[kKx + spatial_index(r, a)] = s[spatial0 + a];
         }
         v.extent[kCo] = co_per_group;
         v.stride[kCo] = s[o_dim];
@@ -85,8 +82,8 @@ Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Ten
     v.extent[kG] = groups;
     v.stride[kG] = s[c_dim] * (channels / groups);
     for (int a = 0; a < r; a++) {
-        v.extent[canonical_spatial(p, a)] = t.shape[spatial0 + a];
-        v.stride[canonical_spatial(p, a)] = s[spatial0 + a];
+        v.extent[kX + spatial_index(r, a)] = t.shape[spatial0 + a];
+        v.stride[kX + spatial_index(r, a)] = s[spatial0 + a];
     }
     return v;
 }

@@ -39,21 +39,27 @@ Result<CallViews> make_views(const ConvProblem &p, const Tensor &a, ArgSpec as, 
     return CallViews{va.value, vb.value, vr.value};
 }
 
-// Both directions: the activation views decide the layout variant; `act0`/`act1` pick them.
-Status run(Direction d, const ConvProblem &p, const CallViews &v, const CanonicalView &act0,
-           const CanonicalView &act1) {
+// The kernel for a call. The activation views decide the layout variant: dy and dx for the
+// data gradient, x and dy for the filter gradient.
+Result<const KernelEntry *> find_kernel(Direction d, const ConvProblem &p, const CallViews &v) {
+    const CanonicalView &second = d == Direction::kBackwardData ? v.result : v.b;
+    const KernelEntry *k = select_entry(d, p, v.a, second);
+    if (k == nullptr) {
+        return Status::unsupported(std::string("dtype: no ") + (d == Direction::kBackwardData ? "data" : "filter") +
+                                   "-gradient kernel for " + dtype_name(p.dtype) + " in this build");
+    }
+    return k;
+}
+
+Status run(Direction d, const ConvProblem &p, const CallViews &v) {
     if (v.result.num_elements() == 0) return Status::ok();
     if (v.a.num_elements() == 0 || v.b.num_elements() == 0) {
         fill_zero(v.result);  // an empty sum: zeros, never uninitialised memory
         return Status::ok();
     }
-    const KernelEntry *k = select_entry(d, p, act0, act1);
-    if (k == nullptr) {
-        return Status::unsupported(std::string("dtype: no ") +
-                                   (d == Direction::kBackwardData ? "data" : "filter") + "-gradient kernel for " +
-                                   dtype_name(p.dtype) + " in this build");
-    }
-    return run_kernel(*k, p, v.a, v.b, v.result);
+    auto k = find_kernel(d, p, v);
+    if (!k.is_ok()) return k.status;
+    return run_kernel(*k.value, p, v.a, v.b, v.result);
 }
 
 constexpr ArgSpec kDy{TensorRole::kOutput, "dy"};
@@ -76,24 +82,23 @@ Status backward_data(const ConvProblem &p, const Tensor &dy, const Tensor &w, co
                      const RunOptions &options) {
     auto v = prepare(Direction::kBackwardData, p, dy, w, dx, options);
     if (!v.is_ok()) return v.status;
-    return run(Direction::kBackwardData, p, v.value, v.value.a, v.value.result);
+    return run(Direction::kBackwardData, p, v.value);
 }
 
 Status backward_weights(const ConvProblem &p, const Tensor &x, const Tensor &dy, const Tensor &dw,
                         const RunOptions &options) {
     auto v = prepare(Direction::kBackwardWeights, p, x, dy, dw, options);
     if (!v.is_ok()) return v.status;
-    return run(Direction::kBackwardWeights, p, v.value, v.value.a, v.value.b);
+    return run(Direction::kBackwardWeights, p, v.value);
 }
 
 Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b,
                                   const Tensor &result) {
     auto v = prepare(d, p, a, b, result, RunOptions{});
     if (!v.is_ok()) return v.status;
-    const CanonicalView &act1 = d == Direction::kBackwardData ? v.value.result : v.value.b;
-    const KernelEntry *k = select_entry(d, p, v.value.a, act1);
-    if (k == nullptr) return Status::unsupported("no kernel for this problem");
-    return std::string(k->name);
+    auto k = find_kernel(d, p, v.value);
+    if (!k.is_ok()) return k.status;
+    return std::string(k.value->name);
 }
 
 std::vector<KernelInfo> registered_kernels() {

@@ -101,7 +101,7 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
     // Kernel parameters are per canonical axis x, y, z = the problem's innermost axis first.
     int32_t stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
     for (int a_ = 0; a_ < p.spatial_rank; a_++) {
-        const int c = p.spatial_rank - 1 - a_;
+        const int c = canonical::spatial_index(p.spatial_rank, a_);
         stride[c] = static_cast<int32_t>(p.strides[a_]);
         dilation[c] = static_cast<int32_t>(p.dilations[a_]);
         pad[c] = static_cast<int32_t>(p.pads_begin[a_]);

@@ -67,15 +67,9 @@ Result<Common> parse_common(const ConvAttrs &a, const Shape &output_delta) {
     return c;
 }
 
+// Every tensor has the rank output_delta fixed: N, C and `rank` spatial axes.
 Status check_rank(const char *what, const Shape &s, int rank) {
-    if (static_cast<int>(s.size()) != rank + 2) {
-        return Status::invalid(std::string(what) + ": must be " + str(rank + 2) + "-D like output_delta, got shape " +
-                               shape_string(s));
-    }
-    for (int64_t d : s) {
-        if (d < 0) return Status::invalid(std::string(what) + ": negative dimension in " + shape_string(s));
-    }
-    return Status::ok();
+    return attr::check_shape(what, s, rank + 2, "output_delta");
 }
 
 // Fills pads for input size I (auto_pad), then checks that output_delta has the size the

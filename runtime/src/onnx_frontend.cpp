@@ -21,14 +21,8 @@ Result<ConvProblem> conv_transpose_impl(const ConvTransposeAttrs &a, const Shape
     if (rank < 1 || rank > 3) {
         return Status::invalid("X: must be 3-D, 4-D or 5-D (N, C and 1 to 3 spatial axes), got shape " + shape_string(x));
     }
-    if (static_cast<int>(w.size()) != rank + 2) {
-        return Status::invalid("W: must be " + str(rank + 2) + "-D like X, got shape " + shape_string(w));
-    }
-    for (const Shape *s : {&x, &w}) {
-        for (int64_t d : *s) {
-            if (d < 0) return Status::invalid(std::string(s == &x ? "X" : "W") + ": negative dimension in " + shape_string(*s));
-        }
-    }
+    if (Status s = attr::check_shape("X", x, rank + 2); !s) return s;
+    if (Status s = attr::check_shape("W", w, rank + 2, "X"); !s) return s;
     auto mode = parse_auto_pad(a.auto_pad);
     if (!mode.is_ok()) return mode.status;
     if (a.group < 1) return Status::invalid("group: must be >= 1, got " + str(a.group));

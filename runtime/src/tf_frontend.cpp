@@ -2,6 +2,7 @@
 // shapes) Conv3D*; they differ only in how the filter's channels are read.
 #include <string>
 
+#include "attr_parsing.h"
 #include "convgrad/tf.h"
 #include "shape_inference.h"
 
@@ -19,16 +20,6 @@ struct Layout {
 };
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-Status check_rank(const char *what, const Shape &s, int dims) {
-    if (static_cast<int>(s.size()) != dims) {
-        return Status::invalid(std::string(what) + ": must be " + str(dims) + "-D, got shape " + shape_string(s));
-    }
-    for (int64_t d : s) {
-        if (d < 0) return Status::invalid(std::string(what) + ": negative dimension in " + shape_string(s));
-    }
-    return Status::ok();
-}
 
 Result<Layout> parse_data_format(const std::string &format, int rank) {
     const std::string nxc = rank == 3 ? "NDHWC" : "NHWC", ncx = rank == 3 ? "NCDHW" : "NCHW";
@@ -112,7 +103,7 @@ Result<ConvProblem> resolve(const char *op, int rank, FilterKind kind, const Con
     auto padding = parse_padding(attrs, l);
     if (!padding.is_ok()) return named(padding.status);
     for (auto [what, s] : {std::pair{input_arg, &input}, {filter_arg, &filter}, {"out_backprop", &out_backprop}}) {
-        if (Status st = check_rank(what, *s, rank + 2); !st) return named(st);
+        if (Status st = attr::check_shape(what, *s, rank + 2); !st) return named(st);
     }
 
     ConvProblem p;
