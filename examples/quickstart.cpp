@@ -46,7 +46,7 @@ int main() {
             std::fprintf(stderr, "%s: %s\n", what, s.message().c_str());
             return false;
         }
-        std::printf("%-17s %8.2f ms  %6.1f GFLOP/s (first call, untuned foundation schedule)\n", what, ms,
+        std::printf("%-17s %8.2f ms  %6.1f GFLOP/s (first call: includes warm-up)\n", what, ms,
                     2 * multiply_adds(p) / ms * 1e-6);
         return true;
     };
