@@ -74,10 +74,11 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const Expr half = s.co_extent >= vec / 2;
     auto nest = [&](Stage st, int ci_factor, int co_factor) {
         st.split(s.co, co_o, co_i, co_factor).split(s.ci, ci_o, ci_i, ci_factor)
-            .reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g)
-            .fuse(co_o, ci_o, work).fuse(work, s.kx, work).fuse(work, s.ky, work).fuse(work, s.kz, work)
-            .fuse(work, s.g, work)
-            .parallel(work);
+            .reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g);
+        // Nested parallel loops, not one fused loop: Halide 14 gives the dims of a fused loop
+        // their whole range in bounds inference, which sized the tile's accumulators (computed
+        // inside) by every tap, as a heap allocation per tile.
+        for (const Var &d : {co_o, ci_o, s.kx, s.ky, s.kz, s.g}) st.parallel(d);
     };
     // Specialise before splitting: each branch gets its own split factors (same names).
     // Branches in order: (condition, ci tile, co tile, vector width); the last is scalar.
@@ -95,7 +96,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     nest(s.dw, 1, 1);
 
     // co is the vector dim: store it innermost, so the tile's vectors are contiguous.
-    s.acc.compute_at(s.dw, work).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g);
+    s.acc.compute_at(s.dw, co_o).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g);
     for (const Branch &b : branches) {
         s.acc.specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes).vectorize(co_vi).unroll(co_vo).unroll(s.ci);
         s.acc.update().specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes)
