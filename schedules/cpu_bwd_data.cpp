@@ -94,7 +94,6 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     const bool groups_vectorised = layout == Layout::NXG;
     const Var v = groups_vectorised ? s.g : s.c;
     const Expr v_extent = groups_vectorised ? s.g_extent : s.c_extent;
-    const int v_tile = groups_vectorised ? vec : 2 * vec;
     Var &v_o = groups_vectorised ? g_o : c_o, &v_i = groups_vectorised ? g_i : c_i;
     auto nest = [&](Stage st, int v_factor, int x_factor) {
         st.split(v, v_o, v_i, v_factor).split(s.x, x_o, x_i, x_factor);
@@ -105,25 +104,31 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         }
         parallel_rows(st);
     };
-    // Specialise before splitting: each branch gets its own split factors (same names).
-    const Expr tiled = v_extent >= v_tile && s.x_extent >= pixels;
-    const Expr vector = v_extent >= vec;
-    const Expr half = v_extent >= vec / 2;  // small groups (ResNeXt): half vectors beat scalars
-    Stage tiled_dx = s.dx.specialize(tiled), vector_dx = s.dx.specialize(vector), half_dx = s.dx.specialize(half);
-    nest(tiled_dx, v_tile, pixels);
-    tiled_dx.vectorize(v_i, vec).unroll(x_i);  // stores only; the tile's math is in acc
-    nest(vector_dx, vec, 1);
-    vector_dx.vectorize(v_i);
-    nest(half_dx, vec / 2, 1);
-    half_dx.vectorize(v_i);
+    // Branches, widest first: (vector-dim tile, vector width, pixels). Each keeps
+    // (tile / width) x pixels accumulator chains in flight. Small groups (ResNeXt: 4-8
+    // channels per group) use half-width vectors, still over a row of pixels: one chain per
+    // output would leave the FMA pipes idle for its latency.
+    struct Branch {
+        Expr condition;
+        int tile, lanes, pixels;
+    };
+    const int wide = groups_vectorised ? vec : 2 * vec;
+    std::vector<Branch> branches = {{v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels}};
+    if (wide > vec) branches.push_back({v_extent >= vec && s.x_extent >= pixels, vec, vec, pixels});
+    branches.push_back({v_extent >= vec / 2 && s.x_extent >= pixels, vec / 2, vec / 2, pixels});
+    branches.push_back({v_extent >= vec, vec, vec, 1});
+    branches.push_back({v_extent >= vec / 2, vec / 2, vec / 2, 1});
+    for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
+        Stage st = s.dx.specialize(b.condition);
+        nest(st, b.tile, b.pixels);
+        st.vectorize(v_i, b.lanes).unroll(x_i);  // stores only; the tile's math is in acc
+    }
     nest(s.dx, 1, 1);
 
-    // Accumulators live per tile: v_tile x pixels values, all in registers.
+    // Accumulators live per tile: tile x pixels values, all in registers.
     s.acc.compute_at(s.dx, v_o);
     if (groups_vectorised) s.acc.reorder_storage(s.g, s.c, s.x, s.y, s.z, s.n);  // vectors contiguous
     Var v_vo("v_vo"), v_vi("v_vi");
-    Stage acc_init_tiled = s.acc.specialize(tiled);
-    acc_init_tiled.split(v, v_vo, v_vi, vec).vectorize(v_vi).unroll(v_vo).unroll(s.x);
     // Innermost: the vector dim(s) and the tile's pixels, then the reduction. reorder() only
     // permutes the dims it is given, so every tile dim is listed (an unlisted v_vo stayed
     // outside the reduction and duplicated it per channel vector).
@@ -133,20 +138,30 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         for (const RVar &r : {co, kx, ky, kz}) inner.push_back(r);
         st.reorder(inner);
     };
-    Stage acc_tiled = s.acc.update().specialize(tiled);
-    acc_tiled.split(v, v_vo, v_vi, vec);
-    order(acc_tiled, {v_vi, v_vo});
-    acc_tiled.vectorize(v_vi).unroll(v_vo).unroll(s.x);
-    acc_tiled.specialize(s.unit_stride);
-    for (const auto &[condition, lanes] : {std::pair{vector, vec}, std::pair{half, vec / 2}}) {
-        s.acc.specialize(condition).vectorize(v, lanes);
-        Stage st = s.acc.update().specialize(condition);
-        order(st, {v});
-        st.vectorize(v, lanes);
+    // GuardWithIf: Halide cannot tell, inside one dx branch, that acc's wider branches are
+    // not taken, so their splits would round the tile up and make its allocation size
+    // dynamic (a heap allocation per tile; the stem's scalar path ran 2x slower). The guard
+    // costs nothing where it is taken: there the tile is a whole number of vectors.
+    for (const Branch &b : branches) {
+        s.acc.specialize(b.condition).split(v, v_vo, v_vi, b.lanes, TailStrategy::GuardWithIf)
+            .vectorize(v_vi).unroll(v_vo).unroll(s.x);
+        Stage st = s.acc.update().specialize(b.condition);
+        st.split(v, v_vo, v_vi, b.lanes, TailStrategy::GuardWithIf);
+        order(st, {v_vi, v_vo});
+        st.vectorize(v_vi).unroll(v_vo).unroll(s.x);
         st.specialize(s.unit_stride);
     }
+    // Fewer channels than half a vector (an RGB stem's 3): one output per step, its long
+    // reduction over output channels split into vector lanes (rfactor) and summed after.
+    // Left to LLVM, this loop was vectorised or not depending on unrelated schedule changes
+    // (rn50_stem: 227 vs 514 ms).
+    RVar co_o("co_o"), co_i("co_i");
+    Var lane("lane");
     order(s.acc.update(), {v});
-    s.acc.update().specialize(s.unit_stride);
+    Func lanes = s.acc.update().split(co, co_o, co_i, vec, TailStrategy::GuardWithIf).rfactor(co_i, lane);
+    lanes.compute_at(s.acc, Var::outermost()).vectorize(lane);
+    lanes.update().reorder(lane, co_o, kx, ky, kz).vectorize(lane);
+    lanes.update().specialize(s.unit_stride);
 
     // The filter, packed once so the vector dim is contiguous for each (co, tap) whatever the
     // user's filter layout (HWIO has c strided by C_out; OIX has g strided by C_out/G*taps).

@@ -86,8 +86,17 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         Expr condition;
         int ci, co, lanes;
     };
-    const Branch branches[] = {{tiled, ci_tile, co_tile, vec}, {narrow, 3, co_tile, vec},
-                               {vector, 1, vec, vec}, {half, 1, vec / 2, vec / 2}};
+    // Grouped layers with 8-16 channels per group get a ci tile over narrower co vectors:
+    // one chain per (ci, co-vector) would leave the FMA pipes idle for its latency.
+    // `co < vec` is redundant but needed: spelled without it, Halide 14 simplified the
+    // branch's condition to `8 <= min(ci, co)` and dropped acc's update stage from it (zero
+    // results; caught by TfRandom).
+    const Branch branches[] = {{tiled, ci_tile, co_tile, vec},
+                               {narrow, 3, co_tile, vec},
+                               {s.ci_extent >= ci_tile && vector, ci_tile, vec, vec},
+                               {s.ci_extent >= ci_tile && half && s.co_extent < vec, ci_tile, vec / 2, vec / 2},
+                               {vector, 1, vec, vec},
+                               {half, 1, vec / 2, vec / 2}};
     for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
         Stage st = s.dw.specialize(b.condition);
         nest(st, b.ci, b.co);
@@ -98,8 +107,10 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // co is the vector dim: store it innermost, so the tile's vectors are contiguous.
     s.acc.compute_at(s.dw, co_o).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g);
     for (const Branch &b : branches) {
-        s.acc.specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes).vectorize(co_vi).unroll(co_vo).unroll(s.ci);
-        s.acc.update().specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes)
+        // GuardWithIf: see cpu_bwd_data.cpp (keeps every branch's tile a constant size).
+        s.acc.specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
+            .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+        s.acc.update().specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
             .reorder(co_vi, co_vo, s.ci, ox, oy, oz, n)
             .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
     }
