@@ -13,7 +13,7 @@ struct BwdWeightsStages {
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
     Expr unit_stride;
-    Expr co_extent, ci_extent, g_extent;
+    Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
 };
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);

@@ -72,6 +72,9 @@ public:
         s.co_extent = dw.dim(kCo).extent();
         s.ci_extent = dw.dim(kCi).extent();
         s.g_extent = dw.dim(kFg).extent();
+        s.kx_extent = dw.dim(kKx).extent();
+        s.ky_extent = dw.dim(kKy).extent();
+        s.kz_extent = dw.dim(kKz).extent();
         schedule_bwd_weights_cpu(s, get_target(), lay);
     }
 
