@@ -113,7 +113,11 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         int tile, lanes, pixels;
     };
     const int wide = groups_vectorised ? vec : 2 * vec;
-    std::vector<Branch> branches = {{v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels}};
+    // Rows that are a multiple of 7 pixels (every ResNet and MobileNet stage: 7, 14, 28, 56,
+    // 112) get 7-pixel tiles: a 6-pixel tile over a 7-wide row computes 12 pixels for 7.
+    std::vector<Branch> branches;
+    if (pixels == 6) branches.push_back({v_extent >= wide && s.x_extent % 7 == 0, wide, vec, 7});
+    branches.push_back({v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels});
     if (wide > vec) branches.push_back({v_extent >= vec && s.x_extent >= pixels, vec, vec, pixels});
     branches.push_back({v_extent >= vec / 2 && s.x_extent >= pixels, vec / 2, vec / 2, pixels});
     branches.push_back({v_extent >= vec, vec, vec, 1});
