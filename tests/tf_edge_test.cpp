@@ -171,5 +171,22 @@ TEST(TfEdge, VectorSizedLayers) {
     expect_matches_reference(conv({1, 20, 20, 16}, {1, 1, 16, 16}, "VALID", 2, 2));
 }
 
+// One problem per register-tile branch of the NHWC schedules (cpu_bwd_*.cpp), so every
+// branch is checked whatever shapes the random tests draw: 7-pixel rows (7, 14, 21 wide),
+// 2-vector / 1-vector / half-vector channel tiles, 8-channel groups, depthwise rows, and
+// the vectorised reduction for fewer than 8 channels.
+TEST(TfEdge, EveryTileBranch) {
+    for (int64_t width : {7, 14, 21, 13}) {
+        for (int64_t channels : {48, 16, 8, 3}) {
+            expect_matches_reference(conv({2, 5, width, channels}, {3, 3, channels, 40}, "SAME", 1, 1));
+            expect_matches_reference(conv({1, 9, 2 * width, channels}, {3, 3, channels, 24}, "SAME", 2, 2));
+        }
+        expect_matches_reference(conv({2, 4, width, 64}, {3, 3, 8, 64}, "SAME", 1, 1));   // groups: 8 in, 8 out
+        expect_matches_reference(conv({2, 4, width, 72}, {3, 3, 12, 54}, "SAME", 1, 1));  // groups: 12 in, 9 out
+        expect_matches_reference(conv({2, 6, width, 48}, {3, 3, 1, 48}, "SAME", 1, 1));   // depthwise
+        expect_matches_reference(conv({2, 6, width, 40}, {5, 5, 1, 40}, "SAME", 2, 2));   // depthwise 5x5
+    }
+}
+
 }  // namespace
 }  // namespace convgrad::test
