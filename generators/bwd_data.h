@@ -9,6 +9,7 @@ namespace convgrad::gen {
 
 struct BwdDataStages {
     Func dx;         // output, storage type
+    Func dx_local;   // dx's values (schedules may stage them in another order; else inlined)
     Func acc;        // accumulator (float32 for 16-bit floats)
     Func w_local;    // the filter, as the kernel reads it (schedules may pack it)
     Func dy_in;      // dy (zero-padded) in the accumulator type (schedules may stage it)

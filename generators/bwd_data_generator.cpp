@@ -73,7 +73,9 @@ public:
         s.acc(s.c, s.x, s.y, s.z, s.g, s.n) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) *
                                                 s.w_local(s.c, co, k[0], k[1], k[2], s.g);
 
-        dx(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(st, s.acc(s.c, s.x, s.y, s.z, s.g, s.n));
+        s.dx_local = Func("dx_local");
+        s.dx_local(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(st, s.acc(s.c, s.x, s.y, s.z, s.g, s.n));
+        dx(s.c, s.x, s.y, s.z, s.g, s.n) = s.dx_local(s.c, s.x, s.y, s.z, s.g, s.n);
         s.dx = dx;
 
         const Layout lay = variant_layout();

@@ -36,12 +36,16 @@ inline Type accumulator_type(const Type &storage) {
 // Which activation dimension is contiguous in this variant. The kernel asserts it (so the
 // registry must only route matching views here) and the schedule vectorises along it.
 // NXG: the group dim is contiguous, i.e. one channel per group in NXC (depthwise).
-enum class Layout { NXC, NCX, NXG, Any };
+// NCG: x contiguous (NCX) with one channel per group: depthwise in channels-first layouts.
+enum class Layout { NXC, NCX, NXG, NCG, Any };
+
+inline bool one_channel_per_group(Layout l) { return l == Layout::NXG || l == Layout::NCG; }
 
 inline Layout parse_layout(const std::string &s) {
     if (s == "nxc") return Layout::NXC;
     if (s == "ncx") return Layout::NCX;
     if (s == "nxg") return Layout::NXG;
+    if (s == "ncg") return Layout::NCG;
     if (s == "any") return Layout::Any;
     throw std::invalid_argument("convgrad: unknown layout generator param '" + s + "'");
 }
@@ -54,13 +58,11 @@ void constrain_activation_strides(BufferLike &b, Layout layout) {
         b.dim(d).set_min(0);
     }
     if (layout == Layout::NXC) b.dim(canonical::kC).set_stride(1);
-    if (layout == Layout::NCX) b.dim(canonical::kX).set_stride(1);
-    if (layout == Layout::NXG) {
-        // Groups contiguous means one channel per group: telling Halide the channel extent is
-        // 1 removes the channel loops, so the tiles' accumulators stay in registers.
-        b.dim(canonical::kG).set_stride(1);
-        b.dim(canonical::kC).set_bounds(0, 1);
-    }
+    if (layout == Layout::NCX || layout == Layout::NCG) b.dim(canonical::kX).set_stride(1);
+    if (layout == Layout::NXG) b.dim(canonical::kG).set_stride(1);
+    // One channel per group: telling Halide the channel extent is 1 removes the channel
+    // loops, so the tiles' accumulators stay in registers.
+    if (one_channel_per_group(layout)) b.dim(canonical::kC).set_bounds(0, 1);
 }
 
 template<typename BufferLike>
@@ -69,7 +71,7 @@ void constrain_filter_strides(BufferLike &b, Layout layout) {
         b.dim(d).set_stride(Expr());
         b.dim(d).set_min(0);
     }
-    if (layout == Layout::NXG) {  // depthwise with multiplier 1: one input, one output channel
+    if (one_channel_per_group(layout)) {  // depthwise, multiplier 1: one input, one output channel
         b.dim(canonical::kCi).set_bounds(0, 1);
         b.dim(canonical::kCo).set_bounds(0, 1);
     }

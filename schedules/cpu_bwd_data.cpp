@@ -1,19 +1,20 @@
 // CPU schedules of the data gradient.
 //
-// NXC: a register tile of (2 channel vectors) x (`pixels` output positions along x), reduced
-//   over output channels and taps with the accumulators in registers; threads own whole rows
-//   (y, z, g, n). The filter is packed once with c innermost, so each (co, tap) step loads two
-//   contiguous vectors whatever the user's filter layout. Problems too small for a tile fall
-//   back to one channel vector per position, then to scalars.
-// NXG (depthwise, channels contiguous across groups): vectors over the groups, the same tile
-//   over x.
-// NCX: a register tile of (2 vectors along x, contiguous) x (8 channels), the NXC tile with
-//   the roles swapped, over a staged dy.
-// Any: the NXC fallback structure without stride assumptions (gathers).
+// One register-tiled loop nest for every layout: a tile of (channel or group vectors) x
+// (pixels along x), reduced over output channels and taps with the accumulators in
+// registers; threads own rows (y, n). The vector dim is c (nxc, ncx, any) or g (depthwise:
+// nxg, ncg). The filter is packed once with the vector dim innermost.
+// Channels-first layouts (ncx, ncg: x contiguous) run the same tiles on staged copies: dy is
+// transposed once into vector-dim-innermost order, the tiles write a vector-dim-innermost
+// dx_local, and dx is a transposing copy of it. Two extra passes over memory cost far less
+// than tiles with strided vectors (NCHW ran at 0.06x oneDNN with its own x-vector tiles).
+// Branches by size: 7-pixel rows, 2/1/half-vector tiles over pixels, single vectors, then
+// the few-channel case (rfactor over output channels).
 //
 // Tile sizes follow the register file: 32 vector registers with AVX-512, 16 otherwise.
 // Every tiled branch also has a unit-stride specialisation that drops the tap predicate.
 #include "../generators/bwd_data.h"
+#include "cpu_staging.h"
 
 namespace convgrad::gen {
 
@@ -24,74 +25,42 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // tile instead of registers (mb_dw32_112: 2.1 -> 0.87 ms; rn50_3x3_56: 12.0 -> 9.2 ms).
     const auto parallel_rows = [&](Stage st) { st.parallel(s.y).parallel(s.n); };
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
+    const bool groups_vectorised = layout == Layout::NXG || layout == Layout::NCG;
+    const bool channels_first = layout == Layout::NCX || layout == Layout::NCG;
     // dy is staged (converted, zero border included) once before the tiles when its
-    // elements are converted in software (16-bit), and in the dense NXC tiles, where each dy
-    // element feeds many FMAs and the staged copy removes the boundary select from every
-    // broadcast (rn50_3x3_56: 13.1 -> 10.7 ms). Not for depthwise: memory bound, the extra
-    // copy costs more than it saves (mb_dw32_112: 4.4 -> 13.6 ms).
-    if (s.staged_inputs || layout == Layout::NXC) {
-        const std::vector<Var> a = s.dy_in.args();
-        s.dy_in.compute_root().parallel(a[5]).parallel(a[2]);
+    // elements are converted in software (16-bit), in channels-first layouts (transposed so
+    // the vector dim is innermost), and in the dense NXC tiles, where each dy element feeds
+    // many FMAs and the staged copy removes the boundary select from every broadcast
+    // (rn50_3x3_56: 13.1 -> 10.7 ms). Not for NXG depthwise: memory bound, the extra copy
+    // costs more than it saves (mb_dw32_112: 4.4 -> 13.6 ms).
+    if (s.staged_inputs || channels_first || layout == Layout::NXC) {
+        const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
+        stage_vector_dim_innermost(s.dy_in, groups_vectorised ? a[4] : a[0], vec, channels_first);
     }
     const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
     const int pixels = vector_registers(target) == 32 ? 6 : 3;  // 2 x pixels accumulators
     Var c_o("c_o"), c_i("c_i"), x_o("x_o"), x_i("x_i"), g_o("g_o"), g_i("g_i");
 
-    if (layout == Layout::NCX) {
-        // The NXC tile with the roles swapped: (2 vectors along x) x (c_tile channels); per
-        // (co, tap) one dy vector is shared by c_tile broadcast weights. dy is staged (zero
-        // border included) so its shifted rows load without per-lane selects.
-        const int c_tile = vector_registers(target) == 32 ? 8 : 4;
-        const Expr tiled = s.x_extent >= 2 * vec && s.c_extent >= c_tile;
-        auto nest = [&](Stage st, int x_factor, int c_factor) {
-            st.split(s.x, x_o, x_i, x_factor).split(s.c, c_o, c_i, c_factor)
-                .reorder(x_i, c_i, x_o, c_o, s.y, s.z, s.g, s.n);
-            parallel_rows(st);
-        };
-        // Rows too short for a vector (7x7 layers): 8 independent scalar chains per pixel.
-        const Expr narrow = s.c_extent >= c_tile;
-        Stage tiled_dx = s.dx.specialize(tiled), vector_dx = s.dx.specialize(s.x_extent >= vec),
-              narrow_dx = s.dx.specialize(narrow);
-        nest(tiled_dx, 2 * vec, c_tile);
-        tiled_dx.vectorize(x_i, vec).unroll(c_i);
-        nest(vector_dx, vec, 1);
-        vector_dx.vectorize(x_i);
-        nest(narrow_dx, 1, c_tile);
-        narrow_dx.unroll(c_i);
-        nest(s.dx, 1, 1);
-        s.acc.compute_at(s.dx, x_o).reorder_storage(s.x, s.c, s.y, s.z, s.g, s.n);  // x vectors contiguous
-        Var x_vo("x_vo"), x_vi("x_vi");
-        s.acc.specialize(tiled).split(s.x, x_vo, x_vi, vec).vectorize(x_vi).unroll(x_vo).unroll(s.c);
-        Stage acc_tiled = s.acc.update().specialize(tiled);
-        acc_tiled.split(s.x, x_vo, x_vi, vec)
-            .reorder(x_vi, x_vo, s.c, co, kx, ky, kz)
-            .vectorize(x_vi).unroll(x_vo).unroll(s.c);
-        acc_tiled.specialize(s.unit_stride);
-        Stage acc_vector = s.acc.update().specialize(s.x_extent >= vec);
-        acc_vector.reorder(s.x, s.c, co, kx, ky, kz).vectorize(s.x, vec);
-        acc_vector.specialize(s.unit_stride);
-        // No narrow specialisation of acc's init: with it, rows of 16-31 pixels (dx in its
-        // vector branch, acc's init then in its narrow one) gave wrong results; the update's
-        // narrow branch alone is correct (tests: TfRandom, TfEdge.VectorSizedLayers).
-        Stage acc_narrow = s.acc.update().specialize(narrow);
-        acc_narrow.reorder(s.c, s.x, co, kx, ky, kz).unroll(s.c);
-        acc_narrow.specialize(s.unit_stride);
-        s.acc.update().reorder(s.x, s.c, co, kx, ky, kz);
-        s.acc.update().specialize(s.unit_stride);
-        // Staged with x innermost, as the tile reads it (default storage would put co first
-        // and turn every x-vector into a gather).
-        const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
-        s.dy_in.compute_root()
-            .reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5])
-            .reorder(a[1], a[0], a[2], a[3], a[4], a[5])
-            .vectorize(a[1], vec, TailStrategy::GuardWithIf)
-            .parallel(a[5]).parallel(a[2]);
-        return;
+    // The tiles write `out`: dx itself, or for channels-first layouts a staged dx_local
+    // (vector dim innermost) that dx then copies, vectorised along its contiguous x.
+    Func out = s.dx;
+    if (channels_first) {
+        out = s.dx_local;
+        out.compute_root();
+        if (groups_vectorised) out.reorder_storage(s.g, s.c, s.x, s.y, s.z, s.n);
+        // The transposing copy in vec x vec blocks: x vectors (contiguous stores), vec
+        // unrolled channels (or groups) whose gathers share cache lines (see cpu_staging.h).
+        const Var v = groups_vectorised ? s.g : s.c;
+        Var vo("vo"), vi("vi");
+        s.dx.split(s.x, x_o, x_i, vec, TailStrategy::GuardWithIf)
+            .split(v, vo, vi, vec, TailStrategy::GuardWithIf)
+            .reorder(x_i, vi, groups_vectorised ? s.c : s.g, x_o, vo, s.y, s.z, s.n)  // rows outermost
+            .vectorize(x_i).unroll(vi);
+        parallel_rows(s.dx);
     }
 
-    // The tiled loop nest shared by NXC (tiles over c) and NXG (tiles over g): the vector
-    // dim `v` (c or g) split into its tile, x split into `pixels`, rows parallel.
-    const bool groups_vectorised = layout == Layout::NXG;
+    // The tiled loop nest: the vector dim `v` (c or g) split into its tile, x split into
+    // `pixels`, rows parallel.
     const Var v = groups_vectorised ? s.g : s.c;
     const Expr v_extent = groups_vectorised ? s.g_extent : s.c_extent;
     Var &v_o = groups_vectorised ? g_o : c_o, &v_i = groups_vectorised ? g_i : c_i;
@@ -123,14 +92,14 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     branches.push_back({v_extent >= vec, vec, vec, 1});
     branches.push_back({v_extent >= vec / 2, vec / 2, vec / 2, 1});
     for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
-        Stage st = s.dx.specialize(b.condition);
+        Stage st = out.specialize(b.condition);
         nest(st, b.tile, b.pixels);
         st.vectorize(v_i, b.lanes).unroll(x_i);  // stores only; the tile's math is in acc
     }
-    nest(s.dx, 1, 1);
+    nest(out, 1, 1);
 
     // Accumulators live per tile: tile x pixels values, all in registers.
-    s.acc.compute_at(s.dx, v_o);
+    s.acc.compute_at(out, v_o);
     if (groups_vectorised) s.acc.reorder_storage(s.g, s.c, s.x, s.y, s.z, s.n);  // vectors contiguous
     Var v_vo("v_vo"), v_vi("v_vi");
     // Innermost: the vector dim(s) and the tile's pixels, then the reduction. reorder() only

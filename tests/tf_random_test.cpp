@@ -78,7 +78,10 @@ void check_random_op(bool depthwise, bool backprop_input, uint64_t seed) {
     if (cases >= 100) {  // enough cases that every layout variant must have been drawn
         const std::string dir = backprop_input ? "bwd_data_f32_" : "bwd_weights_f32_";
         std::vector<const char *> layouts = {"nxc", "ncx", "any"};
-        if (depthwise) layouts.push_back("nxg");  // NHWC with multiplier 1: groups contiguous
+        if (depthwise) {  // multiplier 1: one channel per group
+            layouts.push_back("nxg");  // NHWC: groups contiguous
+            layouts.push_back("ncg");  // NCHW: rows contiguous
+        }
         for (const char *layout : layouts) {
             EXPECT_TRUE(kernels.count(dir + layout)) << dir << layout << " never ran";
         }

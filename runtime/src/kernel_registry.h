@@ -16,14 +16,20 @@ namespace convgrad {
 using KernelFn = int (*)(void const *user_context, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
                          int32_t, int32_t, int32_t, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 
+// What a kernel variant needs of the activation views.
+struct LayoutRequirement {
+    int unit_stride_dim;         // canonical activation dim that must be contiguous; -1: none
+    bool one_channel_per_group;  // depthwise variants (nxg, ncg)
+};
+
 struct KernelEntry {
     const char *name;
+    const char *layout;  // "nxg", "ncg", "nxc", "ncx", "any"
     Direction direction;
     DType dtype;
-    int unit_stride_dim;  // canonical activation dim the kernel needs contiguous; -1: none
+    LayoutRequirement needs;
     KernelFn fn;
 
-    const char *layout() const;  // "nxc", "ncx", "any"
     // The predicate: same direction and dtype, and every activation view contiguous where
     // this kernel vectorises (filters are never constrained: kernels pack them).
     bool accepts(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1) const;
