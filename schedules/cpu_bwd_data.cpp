@@ -84,13 +84,20 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     const int wide = groups_vectorised ? vec : 2 * vec;
     // Rows that are a multiple of 7 pixels (every ResNet and MobileNet stage: 7, 14, 28, 56,
     // 112) get 7-pixel tiles: a 6-pixel tile over a 7-wide row computes 12 pixels for 7.
+    // The `any` variant (no contiguous dim: every vector would be a gather) is the rare
+    // fallback: scalar only, which also keeps its compile time down (27 -> 3 s per target).
+    const bool tiles = layout != Layout::Any;
     std::vector<Branch> branches;
-    if (pixels == 6) branches.push_back({v_extent >= wide && s.x_extent % 7 == 0, wide, vec, 7});
-    branches.push_back({v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels});
-    if (wide > vec) branches.push_back({v_extent >= vec && s.x_extent >= pixels, vec, vec, pixels});
-    branches.push_back({v_extent >= vec / 2 && s.x_extent >= pixels, vec / 2, vec / 2, pixels});
-    branches.push_back({v_extent >= vec, vec, vec, 1});
-    branches.push_back({v_extent >= vec / 2, vec / 2, vec / 2, 1});
+    if (tiles && pixels == 6) branches.push_back({v_extent >= wide && s.x_extent % 7 == 0, wide, vec, 7});
+    if (tiles) {
+        branches.push_back({v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels});
+        if (wide > vec) branches.push_back({v_extent >= vec && s.x_extent >= pixels, vec, vec, pixels});
+        // Half vectors are for small groups of channels; depthwise layers with 8-15 groups
+        // are rare enough not to pay their compile time.
+        if (!groups_vectorised) branches.push_back({v_extent >= vec / 2 && s.x_extent >= pixels, vec / 2, vec / 2, pixels});
+        branches.push_back({v_extent >= vec, vec, vec, 1});
+        if (!groups_vectorised) branches.push_back({v_extent >= vec / 2, vec / 2, vec / 2, 1});
+    }
     for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
         Stage st = out.specialize(b.condition);
         nest(st, b.tile, b.pixels);
@@ -131,6 +138,10 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     RVar co_o("co_o"), co_i("co_i");
     Var lane("lane");
     order(s.acc.update(), {v});
+    if (!tiles) {
+        s.acc.update().specialize(s.unit_stride);
+        return;
+    }
     Func lanes = s.acc.update().split(co, co_o, co_i, vec, TailStrategy::GuardWithIf).rfactor(co_i, lane);
     lanes.compute_at(s.acc, Var::outermost()).vectorize(lane);
     lanes.update().reorder(lane, co_o, kx, ky, kz).vectorize(lane);

@@ -119,12 +119,17 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // `co < vec` is redundant but needed: spelled without it, Halide 14 simplified the
     // branch's condition to `8 <= min(ci, co)` and dropped acc's update stage from it (zero
     // results; caught by TfRandom).
-    const Branch branches[] = {{tiled, ci_tile, co_tile, vec},
-                               {narrow, 3, co_tile, vec},
-                               {s.ci_extent >= ci_tile && vector, ci_tile, vec, vec},
-                               {s.ci_extent >= ci_tile && half && s.co_extent < vec, ci_tile, vec / 2, vec / 2},
-                               {vector, 1, vec, vec},
-                               {half, 1, vec / 2, vec / 2}};
+    // The `any` variant (no contiguous dim) is the rare fallback: scalar only (see the data
+    // gradient's schedule).
+    std::vector<Branch> branches;
+    if (layout != Layout::Any) {
+        branches = {{tiled, ci_tile, co_tile, vec},
+                    {narrow, 3, co_tile, vec},
+                    {s.ci_extent >= ci_tile && vector, ci_tile, vec, vec},
+                    {s.ci_extent >= ci_tile && half && s.co_extent < vec, ci_tile, vec / 2, vec / 2},
+                    {vector, 1, vec, vec},
+                    {half, 1, vec / 2, vec / 2}};
+    }
     for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
         Stage st = s.dw.specialize(b.condition);
         nest(st, b.ci, b.co);
