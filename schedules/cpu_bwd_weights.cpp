@@ -116,17 +116,20 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     };
     // Grouped layers with 8-16 channels per group get a ci tile over narrower co vectors:
     // one chain per (ci, co-vector) would leave the FMA pipes idle for its latency.
-    // `co < vec` is redundant but needed: spelled without it, Halide 14 simplified the
-    // branch's condition to `8 <= min(ci, co)` and dropped acc's update stage from it (zero
-    // results; caught by TfRandom).
+    // Every condition bounds co from above too, although the order makes that redundant:
+    // spelled `ci >= k && co >= k`, Halide 14 simplified a branch's condition to
+    // `k <= min(ci, co)` and dropped acc's update stage from that branch (zero results: for
+    // k = 8 on AVX-512 f32, and on SSE4.1 f32 and AVX2/AVX-512 f64 for the 1-vector tile;
+    // TfRandom and the qemu ISA runs of DtypeContract caught them).
     // The `any` variant (no contiguous dim) is the rare fallback: scalar only (see the data
     // gradient's schedule).
+    const Expr co_below_tile = s.co_extent < co_tile, co_below_vec = s.co_extent < vec;
     std::vector<Branch> branches;
     if (layout != Layout::Any) {
         branches = {{tiled, ci_tile, co_tile, vec},
                     {narrow, 3, co_tile, vec},
-                    {s.ci_extent >= ci_tile && vector, ci_tile, vec, vec},
-                    {s.ci_extent >= ci_tile && half && s.co_extent < vec, ci_tile, vec / 2, vec / 2},
+                    {s.ci_extent >= ci_tile && vector && co_below_tile, ci_tile, vec, vec},
+                    {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2},
                     {vector, 1, vec, vec},
                     {half, 1, vec / 2, vec / 2}};
     }

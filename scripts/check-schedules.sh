@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Developer check for a Halide 14 bug that has bitten the schedules twice: in some
+# specialisation branches Halide drops the update stage of the accumulator (zero results).
+# Lowers every generator for every x86 target, dtype and layout and reports any branch that
+# allocates `acc` but never updates it. Needs build/ (the generator). Takes a few minutes;
+# the functional tests (native and under qemu) catch such branches too, when their shapes
+# reach them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+gen=build/generators/convgrad_generators
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+status=0
+for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-linux-avx-avx2-f16c-fma-sse41 \
+              x86-64-linux-sse41 x86-64-linux arm-64-linux; do
+  for dtype in float32 float64 float16 bfloat16 int32; do
+    for layout in nxc ncx nxg ncg any; do
+      for dir in data weights; do
+        "$gen" -g convgrad_bwd_$dir -o "$out" -e stmt -n k target=$target-user_context-no_runtime dtype=$dtype layout=$layout
+        bad=$(awk '/^external func/{name=$3} /allocate acc\[/{alloc[name]=1} /acc.s1/{c[name]++}
+                   END{for (n in alloc) if (c[n]+0 == 0) print n}' "$out/k.stmt")
+        if [ -n "$bad" ]; then
+          echo "NO UPDATE in $dir $dtype $layout $target: $bad"
+          status=1
+        fi
+      done
+    done
+  done
+done
+[ $status -eq 0 ] && echo "check-schedules: every accumulator branch has its update stage"
+exit $status
