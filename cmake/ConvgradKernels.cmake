@@ -5,11 +5,18 @@
 # silently by the linker, and if the AVX-512 one wins, older CPUs die with SIGILL.
 
 # Order matters: Halide's multitarget wrapper takes the first target the CPU supports.
-set(CONVGRAD_X86_TARGETS
-    x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
-    x86-64-linux-avx-avx2-f16c-fma-sse41
-    x86-64-linux-sse41
-    x86-64-linux)
+# ARM64 (cross builds): plain NEON. The arm_dot_prod / arm_fp16 features speed up int8 dot
+# products and f16 arithmetic; these kernels accumulate floats in f32 and int32 in 32 bits,
+# so neither feature would change their code.
+if (CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+  set(CONVGRAD_HALIDE_TARGETS arm-64-linux)
+else ()
+  set(CONVGRAD_HALIDE_TARGETS
+      x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
+      x86-64-linux-avx-avx2-f16c-fma-sse41
+      x86-64-linux-sse41
+      x86-64-linux)
+endif ()
 # user_context: each call passes its own error slot, so errors are per call, not global.
 set(CONVGRAD_KERNEL_FEATURES user_context)
 
@@ -27,9 +34,9 @@ function(convgrad_add_kernel NAME)
   if (CONVGRAD_RUNTIME)
     set(use_runtime USE_RUNTIME ${CONVGRAD_RUNTIME})
   endif ()
-  add_halide_library(${lib} FROM convgrad_generators
+  add_halide_library(${lib} FROM convgrad::halide_generators::convgrad_generators
                      GENERATOR ${ARG_GENERATOR}
-                     TARGETS ${CONVGRAD_X86_TARGETS}
+                     TARGETS ${CONVGRAD_HALIDE_TARGETS}
                      FEATURES ${CONVGRAD_KERNEL_FEATURES}
                      ${use_runtime}
                      PARAMS ${ARG_PARAMS}

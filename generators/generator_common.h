@@ -78,7 +78,10 @@ void constrain_filter_strides(BufferLike &b, Layout layout) {
 }
 
 // Vector registers of the target's widest ISA: CPU schedules size their register tiles by it.
-inline int vector_registers(const Target &t) { return t.has_feature(Target::AVX512) ? 32 : 16; }
+// AVX-512: 32 zmm; AVX2/SSE: 16; ARM64 NEON: 32 (128-bit) registers.
+inline int vector_registers(const Target &t) {
+    return t.has_feature(Target::AVX512) || (t.arch == Target::ARM && t.bits == 64) ? 32 : 16;
+}
 
 // Per spatial axis (x, y, z) runtime parameters: stride, dilation and padding before.
 // The padding after is implied by the buffer extents, so kernels never need it.

@@ -12,6 +12,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev        # convgrad CLI
   libdlpack-dev                          # DLTensor for the C API
   qemu-user-static                       # runs each x86 multitarget ISA path (Haswell/Nehalem/qemu64)
+                                         # and the ARM64 build's tests
+  g++-aarch64-linux-gnu                  # ARM64 cross build (cmake/aarch64-linux-gnu.cmake)
   libonnx-testdata                       # ONNX ConvTranspose node tests (ground truth)
 )
 

@@ -21,10 +21,18 @@ double round_to(DType t, double v) {
     return load(t, bytes);
 }
 
+// The compiler's IEEE half: _Float16 on x86-64; g++ for AArch64 (12) spells it __fp16. Both
+// convert from double in one correctly rounded step.
+#if defined(__aarch64__)
+using half_t = __fp16;
+#else
+using half_t = _Float16;
+#endif
+
 void store(DType t, void *p, double v) {
     switch (t) {
     case DType::kFloat16: {
-        const _Float16 h = static_cast<_Float16>(v);
+        const half_t h = static_cast<half_t>(v);
         std::memcpy(p, &h, 2);
         return;
     }
@@ -53,7 +61,7 @@ void store(DType t, void *p, double v) {
 double load(DType t, const void *p) {
     switch (t) {
     case DType::kFloat16: {
-        _Float16 h;
+        half_t h;
         std::memcpy(&h, p, 2);
         return static_cast<double>(h);
     }

@@ -34,6 +34,7 @@ const char *kUsage =
     "  run <Op> [--<argument> <value>]... --output <path.npy>   compute one gradient\n"
     "  info                                                     kernels, CPU features, ISA path\n"
     "  bench --batch FILE [--dir ..] [--layout ..] [--dtype ..] convgrad vs oneDNN, side by side\n"
+    "  aot --target T [--ops ..] [--dtypes ..] [--layouts ..] -o DIR   a kernel library for any target\n"
     "Ops: TensorFlow Conv2DBackpropInput, Conv2DBackpropFilter, DepthwiseConv2dNativeBackpropInput,\n"
     "     DepthwiseConv2dNativeBackpropFilter, Conv3DBackpropInputV2, Conv3DBackpropFilterV2;\n"
     "     oneDNN Graph ConvolutionBackpropData, ConvolutionBackpropFilters; ONNX ConvTranspose.\n"
@@ -52,6 +53,7 @@ int main(int argc, char **argv) {
         if (command == "run") return run_command(argc - 2, argv + 2);
         if (command == "info") return info_command(argc - 2, argv + 2);
         if (command == "bench") return bench_command(argc - 2, argv + 2);
+        if (command == "aot") return aot_command(argc - 2, argv + 2);
         return report_invalid("unknown command '" + command + "'\n" + kUsage);
     } catch (const std::bad_alloc &) {
         return report(convgrad::Status::internal("out of memory"));

@@ -31,6 +31,7 @@ extern "C" void convgrad_halide_error(void *user_context, const char *message) {
 // Halide's multitarget wrappers ask this hook, in target order, whether the CPU supports a
 // target's features; the first yes wins. Recording the yes tells us which path runs.
 std::atomic<int> g_selected_path{-1};
+std::atomic<bool> g_kernel_ran{false};
 const char *const kPathNames[] = {"avx512_skylake", "avx2", "sse41", "baseline"};
 
 bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
@@ -107,6 +108,7 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
         pad[c] = static_cast<int32_t>(p.pads_begin[a_]);
     }
     CallContext ctx;
+    g_kernel_ran.store(true);
     const int rc = k.fn(&ctx, stride[0], stride[1], stride[2], dilation[0], dilation[1], dilation[2], pad[0], pad[1],
                         pad[2], &ba, &bb, &br);
     if (rc != 0) {
@@ -119,6 +121,10 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
 void set_num_threads(int threads) { halide_set_num_threads(threads); }
 
 std::string selected_isa_path() {
+#if defined(__aarch64__)
+    // A single-target build: no multitarget wrapper asks the hook; any call ran NEON code.
+    return g_kernel_ran.load() ? "arm64" : "";
+#endif
     const int path = g_selected_path.load();
     return path < 0 ? "" : kPathNames[path];
 }
