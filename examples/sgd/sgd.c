@@ -60,6 +60,25 @@ static double set_dy(void) {
     return l;
 }
 
+/* The worst relative difference between `grad` and the central finite difference of the
+ * loss in every `step`-th element of `param` (w or x). The loss is quadratic, so the
+ * central difference is exact up to rounding whatever the step h. */
+static double worst_fd_error(double *param, int count, int step, const float *grad) {
+    const double h = 0.5;
+    double worst = 0;
+    for (int i = 0; i < count; i += step) {
+        const double keep = param[i];
+        param[i] = keep + h;
+        const double lp = loss(w, xd);
+        param[i] = keep - h;
+        const double lm = loss(w, xd);
+        param[i] = keep;
+        const double fd = (lp - lm) / (2 * h);
+        worst = fmax(worst, fabs(fd - grad[i]) / fmax(1.0, fabs(fd)));
+    }
+    return worst;
+}
+
 static int gradients(const convgrad_conv_desc *d, const float *wf) {
     int64_t xs[4] = {N, H, W, CI}, ys[4] = {N, H, W, CO}, ws[4] = {K, K, CI, CO};
     const DLDataType f32 = {kDLFloat, 32, 1};
@@ -99,28 +118,7 @@ int main(void) {
     for (int i = 0; i < WS; i++) wf[i] = (float)w[i], w[i] = wf[i];
     set_dy();
     if (!gradients(&d, wf)) return 1;
-    double worst_w = 0, worst_x = 0;
-    const double h = 0.5;  /* the loss is quadratic: the central difference is exact */
-    for (int i = 0; i < WS; i++) {
-        const double keep = w[i];
-        w[i] = keep + h;
-        const double lp = loss(w, xd);
-        w[i] = keep - h;
-        const double lm = loss(w, xd);
-        w[i] = keep;
-        const double fd = (lp - lm) / (2 * h);
-        worst_w = fmax(worst_w, fabs(fd - dw[i]) / fmax(1.0, fabs(fd)));
-    }
-    for (int i = 0; i < XS; i += 7) {
-        const double keep = xd[i];
-        xd[i] = keep + h;
-        const double lp = loss(w, xd);
-        xd[i] = keep - h;
-        const double lm = loss(w, xd);
-        xd[i] = keep;
-        const double fd = (lp - lm) / (2 * h);
-        worst_x = fmax(worst_x, fabs(fd - dx[i]) / fmax(1.0, fabs(fd)));
-    }
+    const double worst_w = worst_fd_error(w, WS, 1, dw), worst_x = worst_fd_error(xd, XS, 7, dx);
     printf("finite differences: worst relative error dL/dw %.2e, dL/dx %.2e\n", worst_w, worst_x);
     if (!(worst_w < 1e-4 && worst_x < 1e-4)) {
         fprintf(stderr, "gradients disagree with finite differences\n");
