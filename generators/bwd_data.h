@@ -15,6 +15,9 @@ struct BwdDataStages {
     Func dy_in;      // dy (zero-padded) in the accumulator type (schedules may stage it)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     Var c{"c"}, x{"x"}, y{"y"}, z{"z"}, g{"g"}, n{"n"};
+    // x-phase variants (stride 2 along x): x above is q, and p is the phase (canonical.h).
+    bool phased = false;
+    Var p{"p"};
     RDom r;          // (co, kx, ky, kz)
     Expr unit_stride;     // true when every spatial stride is 1
     Expr c_extent, x_extent, g_extent;

@@ -14,11 +14,16 @@ using namespace canonical;
 
 class BwdData : public ConvGradGenerator<BwdData> {
 public:
+    // 2: the variant for stride 2 along x (the registry routes only such problems, with an
+    // even dx width, to it): dx is written through its x-phase view (canonical.h), so each
+    // tile covers pixels of one phase, which all take the same taps.
+    GeneratorParam<int> x_phases{"x_phases", 1, 1, 2};
+
     void configure() {
         const Type t = storage();
         dy_ = add_input<Buffer<>>("dy", t, kActDims);
         w_ = add_input<Buffer<>>("w", t, kFilterDims);
-        dx_ = add_output<Buffer<>>("dx", t, kActDims);
+        dx_ = add_output<Buffer<>>("dx", t, x_phases == 2 ? kPhaseActDims : kActDims);
     }
 
     void generate() {
@@ -56,37 +61,43 @@ public:
                     {0, w.dim(kKy).extent()}, {0, w.dim(kKz).extent()}}, "r");
         const Expr co = s.r[0];
         const Expr k[3] = {s.r[1], s.r[2], s.r[3]};
-        const Expr i[3] = {s.x, s.y, s.z};
+        // The x-phase variant: x = 2q + p (s.x is q). 2q is on the stride-2 grid, so the x
+        // test and offset depend on p only: (2q + p + pb - k*d) / 2 = q + (p + pb - k*d) / 2.
+        s.phased = x_phases == 2;
+        const Expr i[3] = {s.phased ? Expr(s.p) : Expr(s.x), s.y, s.z};
         Expr o[3], hit = Internal::const_true();
         for (int a = 0; a < 3; a++) {
             // Halide's / and % round towards -inf, so a negative t lands outside [0, O).
             Expr t = i[a] + ax[a].pad_begin - k[a] * ax[a].dilation;
-            o[a] = t / ax[a].stride;
-            hit = hit && (t % ax[a].stride == 0);
+            const Expr stride = s.phased && a == 0 ? Expr(2) : ax[a].stride;
+            o[a] = t / stride;
+            hit = hit && (t % stride == 0);
         }
+        if (s.phased) o[0] += s.x;
 
         // Taps whose output position is not on the stride grid are structural zeros: the
         // predicate skips them (and their whole channel loop) instead of multiplying zeros.
         s.r.where(hit);
+        const std::vector<Var> pure = s.phased ? std::vector<Var>{s.c, s.x, s.p, s.y, s.z, s.g, s.n}
+                                               : std::vector<Var>{s.c, s.x, s.y, s.z, s.g, s.n};
         s.acc = Func("acc");
-        s.acc(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(at, 0);
-        s.acc(s.c, s.x, s.y, s.z, s.g, s.n) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) *
-                                                s.w_local(s.c, co, k[0], k[1], k[2], s.g);
+        s.acc(pure) = Halide::cast(at, 0);
+        s.acc(pure) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) * s.w_local(s.c, co, k[0], k[1], k[2], s.g);
 
         s.dx_local = Func("dx_local");
-        s.dx_local(s.c, s.x, s.y, s.z, s.g, s.n) = Halide::cast(st, s.acc(s.c, s.x, s.y, s.z, s.g, s.n));
-        dx(s.c, s.x, s.y, s.z, s.g, s.n) = s.dx_local(s.c, s.x, s.y, s.z, s.g, s.n);
+        s.dx_local(pure) = Halide::cast(st, s.acc(pure));
+        dx(pure) = s.dx_local(pure);
         s.dx = dx;
 
         const Layout lay = variant_layout();
         constrain_activation_strides(dy, lay);
-        constrain_activation_strides(dx, lay);
+        constrain_activation_strides(dx, lay, dx.dimensions());
         constrain_filter_strides(w, lay);
 
         s.unit_stride = unit_stride();
         s.c_extent = dx.dim(kC).extent();
-        s.x_extent = dx.dim(kX).extent();
-        s.g_extent = dx.dim(kG).extent();
+        s.x_extent = dx.dim(kX).extent();  // q's extent in the x-phase variant
+        s.g_extent = dx.dim(dx.dimensions() - 2).extent();
         schedule_bwd_data_cpu(s, get_target(), lay);
     }
 

@@ -51,15 +51,17 @@ inline Layout parse_layout(const std::string &s) {
 }
 
 // Halide assumes dim(0) has unit stride unless told otherwise; canonical views may have any.
+// `dims`: 6, or 7 for the x-phase view (canonical.h); c is dim 0, x (or q) dim 1, and the
+// group and batch dims are the last two either way.
 template<typename BufferLike>
-void constrain_activation_strides(BufferLike &b, Layout layout) {
-    for (int d = 0; d < canonical::kActDims; d++) {
+void constrain_activation_strides(BufferLike &b, Layout layout, int dims = canonical::kActDims) {
+    for (int d = 0; d < dims; d++) {
         b.dim(d).set_stride(Expr());
         b.dim(d).set_min(0);
     }
     if (layout == Layout::NXC) b.dim(canonical::kC).set_stride(1);
     if (layout == Layout::NCX || layout == Layout::NCG) b.dim(canonical::kX).set_stride(1);
-    if (layout == Layout::NXG) b.dim(canonical::kG).set_stride(1);
+    if (layout == Layout::NXG) b.dim(dims - 2).set_stride(1);
     // One channel per group: telling Halide the channel extent is 1 removes the channel
     // loops, so the tiles' accumulators stay in registers.
     if (one_channel_per_group(layout)) b.dim(canonical::kC).set_bounds(0, 1);

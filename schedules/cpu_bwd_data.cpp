@@ -66,11 +66,17 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     Var &v_o = groups_vectorised ? g_o : c_o, &v_i = groups_vectorised ? g_i : c_i;
     auto nest = [&](Stage st, int v_factor, int x_factor) {
         st.split(v, v_o, v_i, v_factor).split(s.x, x_o, x_i, x_factor);
-        if (groups_vectorised) {
-            st.reorder(v_i, x_i, s.c, v_o, x_o, s.y, s.z, s.n);
-        } else {
-            st.reorder(v_i, x_i, v_o, x_o, s.y, s.z, s.g, s.n);
-        }
+        // Every dim listed (reorder() keeps unlisted ones in their old slots). x-phase
+        // variant: the phase just outside the tiles, so every tile (pixels of one phase)
+        // takes the same taps and its reduction has no per-pixel branch.
+        std::vector<VarOrRVar> loops = {v_i, x_i};
+        if (groups_vectorised) loops.push_back(s.c);
+        for (VarOrRVar d : {VarOrRVar(v_o), VarOrRVar(x_o)}) loops.push_back(d);
+        if (s.phased) loops.push_back(s.p);
+        for (VarOrRVar d : {VarOrRVar(s.y), VarOrRVar(s.z)}) loops.push_back(d);
+        if (!groups_vectorised) loops.push_back(s.g);
+        loops.push_back(s.n);
+        st.reorder(loops);
         parallel_rows(st);
     };
     // Branches, widest first: (vector-dim tile, vector width, pixels). Each keeps
@@ -107,7 +113,13 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
 
     // Accumulators live per tile: tile x pixels values, all in registers.
     s.acc.compute_at(out, v_o);
-    if (groups_vectorised) s.acc.reorder_storage(s.g, s.c, s.x, s.y, s.z, s.n);  // vectors contiguous
+    if (groups_vectorised) {  // vectors contiguous
+        if (s.phased) {
+            s.acc.reorder_storage(s.g, s.c, s.x, s.p, s.y, s.z, s.n);
+        } else {
+            s.acc.reorder_storage(s.g, s.c, s.x, s.y, s.z, s.n);
+        }
+    }
     Var v_vo("v_vo"), v_vi("v_vi");
     // Innermost: the vector dim(s) and the tile's pixels, then the reduction. reorder() only
     // permutes the dims it is given, so every tile dim is listed (an unlisted v_vo stayed

@@ -82,6 +82,9 @@ void check_random_op(bool depthwise, bool backprop_input, uint64_t seed) {
             layouts.push_back("nxg");  // NHWC: groups contiguous
             layouts.push_back("ncg");  // NCHW: rows contiguous
         }
+        if (backprop_input) {  // stride 2 along x, even width: the x-phase kernels
+            layouts.push_back(depthwise ? "nxg_s2" : "nxc_s2");
+        }
         for (const char *layout : layouts) {
             EXPECT_TRUE(kernels.count(dir + layout)) << dir << layout << " never ran";
         }

@@ -78,16 +78,24 @@ halide_type_t halide_type(DType t) {
     return halide_type_t();
 }
 
-// A halide_buffer_t over a view; `dims` must outlive it. Sizes were range-checked when the
-// view was made (validate() and make_view()).
-halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims) {
+// A halide_buffer_t over a view; `dims` (7 entries) must outlive it. Sizes were range-checked
+// when the view was made (validate() and make_view()). `x_phases`: the 7-D x-phase view of
+// canonical.h, x = 2q + p (the registry checked that x's extent is even).
+halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims, bool x_phases = false) {
+    int n = 0;
     for (int d = 0; d < 6; d++) {
-        dims[d] = halide_dimension_t(0, static_cast<int32_t>(v.extent[d]), static_cast<int32_t>(v.stride[d]));
+        const auto extent = static_cast<int32_t>(v.extent[d]), stride = static_cast<int32_t>(v.stride[d]);
+        if (x_phases && d == canonical::kX) {
+            dims[n++] = halide_dimension_t(0, extent / 2, 2 * stride);  // q
+            dims[n++] = halide_dimension_t(0, 2, stride);               // p
+        } else {
+            dims[n++] = halide_dimension_t(0, extent, stride);
+        }
     }
     halide_buffer_t b{};
     b.host = static_cast<uint8_t *>(v.data);
     b.type = halide_type(v.dtype);
-    b.dimensions = 6;
+    b.dimensions = n;
     b.dim = dims;
     return b;
 }
@@ -97,8 +105,8 @@ halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims) {
 Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a, const CanonicalView &b,
                   const CanonicalView &result) {
     install_handlers_once();
-    halide_dimension_t da[6], db[6], dr[6];
-    halide_buffer_t ba = to_halide(a, da), bb = to_halide(b, db), br = to_halide(result, dr);
+    halide_dimension_t da[7], db[7], dr[7];
+    halide_buffer_t ba = to_halide(a, da), bb = to_halide(b, db), br = to_halide(result, dr, k.needs.x_phases);
     // Kernel parameters are per canonical axis x, y, z = the problem's innermost axis first.
     int32_t stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
     for (int a_ = 0; a_ < p.spatial_rank; a_++) {

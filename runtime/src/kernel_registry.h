@@ -20,11 +20,13 @@ using KernelFn = int (*)(void const *user_context, int32_t, int32_t, int32_t, in
 struct LayoutRequirement {
     int unit_stride_dim;         // canonical activation dim that must be contiguous; -1: none
     bool one_channel_per_group;  // depthwise variants (nxg, ncg)
+    bool x_phases = false;       // stride-2 variants (_s2): stride 2 along x, even dx width;
+                                 // dx is passed through its 7-D x-phase view (canonical.h)
 };
 
 struct KernelEntry {
     const char *name;
-    const char *layout;  // "nxg", "ncg", "nxc", "ncx", "any"
+    const char *layout;  // "nxg_s2", "nxc_s2", "nxg", "ncg", "nxc", "ncx", "any"
     Direction direction;
     DType dtype;
     LayoutRequirement needs;

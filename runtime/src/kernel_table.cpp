@@ -1,5 +1,5 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
-// per (direction, dtype), the depthwise kernels (one channel per group: nxg with groups
+// per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
 // contiguous, ncg with rows contiguous), the channel-contiguous (nxc) one, the
 // row-contiguous (ncx) one, then the stride-agnostic (any) one.
 // The first entry that accepts a problem runs.
@@ -22,6 +22,8 @@ constexpr DType dtype_f64 = DType::kFloat64;
 constexpr DType dtype_f16 = DType::kFloat16;
 constexpr DType dtype_bf16 = DType::kBFloat16;
 constexpr DType dtype_i32 = DType::kInt32;
+constexpr LayoutRequirement layout_nxg_s2 = {kG, true, true};
+constexpr LayoutRequirement layout_nxc_s2 = {kC, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
 constexpr LayoutRequirement layout_nxc = {kC, false};
@@ -46,6 +48,13 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     if (d != direction || p.dtype != dtype) return false;
     // Depthwise kernels are built for one channel per group (they assert it).
     if (needs.one_channel_per_group && (act0.extent[kC] != 1 || act1.extent[kC] != 1)) return false;
+    // x-phase kernels: the data gradient with stride 2 along x (the problem's innermost
+    // spatial axis) and an even dx width (act1 is dx), so dx splits into two equal phases.
+    if (needs.x_phases) {
+        if (d != Direction::kBackwardData || p.strides[p.spatial_rank - 1] != 2 || act1.extent[kX] % 2 != 0) {
+            return false;
+        }
+    }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
 }
