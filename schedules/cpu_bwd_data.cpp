@@ -8,6 +8,8 @@
 // transposed once into vector-dim-innermost order, the tiles write a vector-dim-innermost
 // dx_local, and dx is a transposing copy of it. Two extra passes over memory cost far less
 // than tiles with strided vectors (NCHW ran at 0.06x oneDNN with its own x-vector tiles).
+// The stride-2 variants (x_phases = 2) run the same tiles over q, the pixels of one phase of
+// x = 2q + p, with p just outside the tiles: every pixel of a tile takes the same taps.
 // Branches by size: 7-pixel rows, 2/1/half-vector tiles over pixels, single vectors, then
 // the few-channel case (rfactor over output channels).
 //

@@ -14,13 +14,17 @@ status=0
 for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-linux-avx-avx2-f16c-fma-sse41 \
               x86-64-linux-sse41 x86-64-linux arm-64-linux; do
   for dtype in float32 float64 float16 bfloat16 int32; do
-    for layout in nxc ncx nxg ncg any; do
-      for dir in data weights; do
-        "$gen" -g convgrad_bwd_$dir -o "$out" -e stmt -n k target=$target-user_context-no_runtime dtype=$dtype layout=$layout
+    for variant in nxc ncx nxg ncg any nxc_s2 nxg_s2; do
+      layout=${variant%_s2}
+      params="layout=$layout"
+      dirs="data weights"
+      if [ "$variant" != "$layout" ]; then params="$params x_phases=2"; dirs=data; fi
+      for dir in $dirs; do
+        "$gen" -g convgrad_bwd_$dir -o "$out" -e stmt -n k target=$target-user_context-no_runtime dtype=$dtype $params
         bad=$(awk '/^external func/{name=$3} /allocate acc\[/{alloc[name]=1} /acc.s1/{c[name]++}
                    END{for (n in alloc) if (c[n]+0 == 0) print n}' "$out/k.stmt")
         if [ -n "$bad" ]; then
-          echo "NO UPDATE in $dir $dtype $layout $target: $bad"
+          echo "NO UPDATE in $dir $dtype $variant $target: $bad"
           status=1
         fi
       done

@@ -200,7 +200,8 @@ int aot_command(int argc, char **argv) {
                                        "or a comma-separated multitarget list (best first)")->required();
     app.add_option("--ops", ops, "bwd_data, bwd_weights (default: both)");
     app.add_option("--dtypes", dtypes, "f32 (default), f64, f16, bf16, i32");
-    app.add_option("--layouts", layouts, "nxg, ncg, nxc, ncx (default: all); the generic `any` is always added");
+    app.add_option("--layouts", layouts, "nxg, ncg, nxc, ncx (default: all); the generic `any` is always added, "
+                                         "and nxc/nxg bring their stride-2 data-gradient variants");
     app.add_option("-o,--output", out, "directory to write the project to (created; must be empty)")->required();
     app.add_option("--generator", generator, "convgrad's generator executable (default: found beside the CLI)");
     try {
@@ -244,13 +245,21 @@ int aot_command(int argc, char **argv) {
     for (const auto &d : dtype_list.value) {
         const auto generator_dtype = std::find_if(kDtypes.begin(), kDtypes.end(), [&](auto &p) { return p.first == d; })->second;
         for (const auto &op : op_list.value) {
+            // The data gradient's stride-2 variants come with nxc/nxg, first (dispatch order).
+            std::vector<std::string> variants;
             for (const auto &layout : layout_list.value) {
+                if (op == "bwd_data" && (layout == "nxc" || layout == "nxg")) variants.push_back(layout + "_s2");
+            }
+            for (const auto &layout : layout_list.value) variants.push_back(layout);
+            for (const auto &layout : variants) {
+                const bool s2 = layout.size() > 3 && layout.substr(layout.size() - 3) == "_s2";
+                const std::string params = s2 ? "layout=" + layout.substr(0, 3) + " x_phases=2" : "layout=" + layout;
                 const std::string name = op + "_" + d + "_" + layout, fn = "convgrad_" + name;
                 std::printf("aot: %s\n", fn.c_str());
                 std::fflush(stdout);
                 Status s = run("'" + gen.string() + "' -g convgrad_" + op + " -f " + fn + " -n " + fn + " -o '" +
                                    (dir / "kernels").string() + "' -e static_library,h target=" + kt +
-                                   " dtype=" + generator_dtype + " layout=" + layout,
+                                   " dtype=" + generator_dtype + " " + params,
                                dir / "kernels" / (fn + ".log"));
                 if (!s.is_ok()) return report(s);
                 includes += "#include \"" + fn + ".h\"\n";
