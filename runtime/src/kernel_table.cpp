@@ -1,7 +1,8 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
-// per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
-// contiguous, ncg with rows contiguous), the channel-contiguous (nxc) one, the
-// row-contiguous (ncx) one, then the stride-agnostic (any) one.
+// per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, nxc_s2), the
+// depthwise kernels (one channel per group: nxg with groups contiguous, ncg with rows
+// contiguous), the channel-contiguous (nxc) one, the row-contiguous (ncx) one, then the
+// stride-agnostic (any) one.
 // The first entry that accepts a problem runs.
 #include "kernel_registry.h"
 
