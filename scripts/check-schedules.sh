@@ -2,12 +2,12 @@
 # Developer check for a Halide 14 bug that has bitten the schedules twice: in some
 # specialisation branches Halide drops the update stage of the accumulator (zero results).
 # Lowers every generator for every x86 target, dtype and layout and reports any branch that
-# allocates `acc` but never updates it. Needs build/ (the generator). Takes a few minutes;
-# the functional tests (native and under qemu) catch such branches too, when their shapes
-# reach them.
+# allocates `acc` but never updates it. The functional tests (native and under qemu) catch
+# such branches only when their shapes reach them; this checks every branch (a ctest, ~4 min).
+# usage: check-schedules.sh [GENERATOR]   (default: build/generators/convgrad_generators)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-gen=build/generators/convgrad_generators
+gen=${1:-build/generators/convgrad_generators}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
