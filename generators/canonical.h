@@ -19,7 +19,8 @@ enum ActDim { kC = 0, kX = 1, kY = 2, kZ = 3, kG = 4, kN = 5, kActDims = 6 };
 // The stride-2 data-gradient variants (x_phases = 2) write dx through a 7-D view that splits
 // x = 2q + p: (c, q, p, y, z, g, n), q with twice x's stride. Tiles over q of one phase p
 // then take the same taps at every pixel.
-enum PhaseActDim { kPhQ = 1, kPhP = 2, kPhaseActDims = 7 };
+// q and p are dims 1 and 2; y, z, g, n follow.
+constexpr int kPhaseActDims = 7;
 
 // Filters w / dw: ci input channel in group, co output channel in group, taps kx ky kz, group g.
 enum FilterDim { kCi = 0, kCo = 1, kKx = 2, kKy = 3, kKz = 4, kFg = 5, kFilterDims = 6 };

@@ -40,6 +40,7 @@ inline Type accumulator_type(const Type &storage) {
 enum class Layout { NXC, NCX, NXG, NCG, Any };
 
 inline bool one_channel_per_group(Layout l) { return l == Layout::NXG || l == Layout::NCG; }
+inline bool rows_contiguous(Layout l) { return l == Layout::NCX || l == Layout::NCG; }  // channels first
 
 inline Layout parse_layout(const std::string &s) {
     if (s == "nxc") return Layout::NXC;
@@ -60,7 +61,7 @@ void constrain_activation_strides(BufferLike &b, Layout layout, int dims = canon
         b.dim(d).set_min(0);
     }
     if (layout == Layout::NXC) b.dim(canonical::kC).set_stride(1);
-    if (layout == Layout::NCX || layout == Layout::NCG) b.dim(canonical::kX).set_stride(1);
+    if (rows_contiguous(layout)) b.dim(canonical::kX).set_stride(1);
     if (layout == Layout::NXG) b.dim(dims - 2).set_stride(1);
     // One channel per group: telling Halide the channel extent is 1 removes the channel
     // loops, so the tiles' accumulators stay in registers.

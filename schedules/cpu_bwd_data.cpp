@@ -27,8 +27,8 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // tile instead of registers (mb_dw32_112: 2.1 -> 0.87 ms; rn50_3x3_56: 12.0 -> 9.2 ms).
     const auto parallel_rows = [&](Stage st) { st.parallel(s.y).parallel(s.n); };
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
-    const bool groups_vectorised = layout == Layout::NXG || layout == Layout::NCG;
-    const bool channels_first = layout == Layout::NCX || layout == Layout::NCG;
+    const bool groups_vectorised = one_channel_per_group(layout);
+    const bool channels_first = rows_contiguous(layout);
     // dy is staged (converted, zero border included) once before the tiles when its
     // elements are converted in software (16-bit), in channels-first layouts (transposed so
     // the vector dim is innermost), and in the dense NXC tiles, where each dy element feeds

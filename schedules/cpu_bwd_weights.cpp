@@ -21,7 +21,7 @@ namespace convgrad::gen {
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout) {
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
     const bool groups_vectorised = one_channel_per_group(layout);
-    const bool channels_first = layout == Layout::NCX || layout == Layout::NCG;
+    const bool channels_first = rows_contiguous(layout);
     // Inputs staged once, in parallel over rows: converted (16-bit storage) and/or
     // transposed (channels first) so the vector dim (c, or g for depthwise) is innermost.
     if (s.staged_inputs || channels_first) {

@@ -90,16 +90,10 @@ Status run(const std::string &command, const fs::path &log) {
 }
 
 // Every sub-target of a (multi)target gets the features the API needs: errors per call
-// (user_context) and one shared runtime (no_runtime).
-std::string kernel_target(const std::string &target) {
+// (user_context) and, for kernels, one shared runtime (no_runtime).
+std::string with_features(const std::string &target, const std::string &features) {
     std::string out;
-    for (const auto &t : split_list(target)) out += (out.empty() ? "" : ",") + t + "-user_context-no_runtime";
-    return out;
-}
-
-std::string runtime_target(const std::string &target) {
-    std::string out;
-    for (const auto &t : split_list(target)) out += (out.empty() ? "" : ",") + t + "-user_context";
+    for (const auto &t : split_list(target)) out += (out.empty() ? "" : ",") + t + features;
     return out;
 }
 
@@ -240,7 +234,7 @@ int aot_command(int argc, char **argv) {
 
     // Kernels, in dispatch order, then the one runtime.
     std::string includes, entries;
-    const std::string kt = kernel_target(target);
+    const std::string kt = with_features(target, "-user_context-no_runtime");
     int count = 0;
     for (const auto &d : dtype_list.value) {
         const auto generator_dtype = std::find_if(kDtypes.begin(), kDtypes.end(), [&](auto &p) { return p.first == d; })->second;
@@ -269,7 +263,7 @@ int aot_command(int argc, char **argv) {
         }
     }
     Status s = run("'" + gen.string() + "' -r convgrad_runtime -o '" + (dir / "kernels").string() +
-                       "' -e static_library target=" + runtime_target(target),
+                       "' -e static_library target=" + with_features(target, "-user_context"),
                    dir / "kernels" / "runtime.log");
     if (!s.is_ok()) return report(s);
     write_file(dir / "kernels" / "kernel_list.inc",

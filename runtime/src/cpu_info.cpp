@@ -47,13 +47,14 @@ std::vector<std::string> host_cpu_features() {
 std::string expected_isa_path() {
 #if defined(__aarch64__)
     return "arm64";  // one target (plain NEON), no multitarget choice
-#endif
+#else
     const auto f = host_cpu_features();
     const bool avx2 = has(f, {"sse41", "avx", "avx2", "fma", "f16c"});
     if (avx2 && has(f, {"avx512f", "avx512cd", "avx512vl", "avx512bw", "avx512dq"})) return "avx512_skylake";
     if (avx2) return "avx2";
     if (has(f, {"sse41"})) return "sse41";
     return "baseline";
+#endif
 }
 
 std::string last_isa_path() { return selected_isa_path(); }

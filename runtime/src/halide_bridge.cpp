@@ -132,9 +132,10 @@ std::string selected_isa_path() {
 #if defined(__aarch64__)
     // A single-target build: no multitarget wrapper asks the hook; any call ran NEON code.
     return g_kernel_ran.load() ? "arm64" : "";
-#endif
+#else
     const int path = g_selected_path.load();
     return path < 0 ? "" : kPathNames[path];
+#endif
 }
 
 }  // namespace convgrad

@@ -52,9 +52,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     // x-phase kernels: the data gradient with stride 2 along x (the problem's innermost
     // spatial axis) and an even dx width (act1 is dx), so dx splits into two equal phases.
     if (needs.x_phases) {
-        if (d != Direction::kBackwardData || p.strides[p.spatial_rank - 1] != 2 || act1.extent[kX] % 2 != 0) {
-            return false;
-        }
+        if (p.strides[p.spatial_rank - 1] != 2 || act1.extent[kX] % 2 != 0) return false;
     }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
