@@ -31,9 +31,10 @@ double median_ms(const std::function<void()> &f, double min_time_s, int min_reps
     return t[t.size() / 2];
 }
 
-Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvProblem &p, Direction d) {
+Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvProblem &p, Direction d, Device device) {
     auto g = std::make_shared<ConvgradGradient>();
     g->p_ = p, g->d_ = d;
+    g->options_.device = device;
     const bool data = d == Direction::kBackwardData;
     const Shape sa = data ? output_shape(p) : input_shape(p), sb = data ? filter_shape(p) : output_shape(p),
                 so = data ? input_shape(p) : filter_shape(p);
@@ -56,14 +57,27 @@ Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvPro
     alloc(g->a_, sa, g->ta_);
     alloc(g->b_, sb, g->tb_);
     alloc(g->out_, so, g->tout_);
-    auto k = select_kernel(d, p, g->ta_, g->tb_, g->tout_);
+    if (device == Device::kCuda || device == Device::kOpenCL) {
+        std::pair<std::vector<unsigned char> *, Tensor *> host[3] = {{&g->a_, &g->ta_}, {&g->b_, &g->tb_},
+                                                                     {&g->out_, &g->tout_}};
+        for (int i = 0; i < 3; i++) {
+            auto m = DeviceMemory::allocate(device, host[i].first->size());
+            if (!m.is_ok()) return m.status;
+            if (Status s = m.value->upload(host[i].first->data()); !s) return s;
+            host[i].second->data = m.value->handle();
+            host[i].second->device = device;
+            g->device_[i] = std::move(m.value);
+        }
+    }
+    auto k = select_kernel(d, p, g->ta_, g->tb_, g->tout_, g->options_);
     if (!k.is_ok()) return k.status;
     g->kernel_ = k.value;
     return g;
 }
 
 Status ConvgradGradient::execute() {
-    return d_ == Direction::kBackwardData ? backward_data(p_, ta_, tb_, tout_) : backward_weights(p_, ta_, tb_, tout_);
+    return d_ == Direction::kBackwardData ? backward_data(p_, ta_, tb_, tout_, options_)
+                                          : backward_weights(p_, ta_, tb_, tout_, options_);
 }
 
 double Row::best_onednn_ms() const {
@@ -82,9 +96,12 @@ Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(co
     set_num_threads(o.threads);
     omp_set_num_threads(o.threads);
     SuiteResult result;
-    const Peak peak = measure_fma_peak(o.threads, o.dtype == DType::kFloat64);
-    result.peak_gflops = peak.gflops;
-    result.peak_isa = peak.isa;
+    const bool cpu = o.device == Device::kCpu;
+    if (cpu) {  // the CPU's FMA peak; GPU runs report GFLOP/s only
+        const Peak peak = measure_fma_peak(o.threads, o.dtype == DType::kFloat64);
+        result.peak_gflops = peak.gflops;
+        result.peak_isa = peak.isa;
+    }
     std::vector<Direction> dirs;
     if (o.data) dirs.push_back(Direction::kBackwardData);
     if (o.weights) dirs.push_back(Direction::kBackwardWeights);
@@ -94,14 +111,16 @@ Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(co
         for (Direction d : dirs) {
             Row row;
             row.name = b.name, row.problem_class = b.problem_class(), row.line = b.line, row.flops = b.flops();
+            row.problem = p;
             row.direction = d == Direction::kBackwardData ? "BWD_D" : "BWD_W";
-            auto cg = ConvgradGradient::create(p, d);
+            auto cg = ConvgradGradient::create(p, d, o.device);
             if (!cg.is_ok()) return Status(cg.status.code(), b.name + ": " + cg.status.message());
             row.kernel = cg.value->kernel();
             Status failure;
             row.convgrad_ms = median_ms([&] { if (Status s = cg.value->execute(); !s) failure = s; }, o.min_time_s);
             if (!failure) return Status(failure.code(), b.name + ": " + failure.message());
             for (bool own : {false, true}) {
+                if (!cpu) break;  // oneDNN runs on the CPU: no comparison for GPU runs
                 auto dnn = OneDnnGradient::create(p, d, own);
                 if (!dnn.is_ok()) continue;  // no oneDNN implementation: reported as n/a
                 (own ? row.onednn_own_impl : row.onednn_user_impl) = dnn.value->impl();
@@ -152,9 +171,14 @@ std::string ms(double v) {
 std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
     std::ostringstream os;
     char buf[512];
-    std::snprintf(buf, sizeof buf, "convgrad vs oneDNN %s, %s, %s, %d threads; peak %.0f GFLOP/s (%s, measured)\n\n",
-                  dnnl_version_string().c_str(), dtype_name(o.dtype), o.nchw ? "NCHW/OIHW" : "NHWC/HWIO", o.threads,
-                  r.peak_gflops, r.peak_isa.c_str());
+    if (o.device == Device::kCpu) {
+        std::snprintf(buf, sizeof buf, "convgrad vs oneDNN %s, %s, %s, %d threads; peak %.0f GFLOP/s (%s, measured)\n\n",
+                      dnnl_version_string().c_str(), dtype_name(o.dtype), o.nchw ? "NCHW/OIHW" : "NHWC/HWIO", o.threads,
+                      r.peak_gflops, r.peak_isa.c_str());
+    } else {
+        std::snprintf(buf, sizeof buf, "convgrad on %s, %s, %s; tensors in device memory (oneDNN: CPU only, not run)\n\n",
+                      device_name(o.device), dtype_name(o.dtype), o.nchw ? "NCHW/OIHW" : "NHWC/HWIO");
+    }
     os << buf;
     os << "| problem | class | dir | convgrad ms | GFLOP/s | % peak | oneDNN user ms | oneDNN own ms | best oneDNN / convgrad |\n";
     os << "|---|---|---|---|---|---|---|---|---|\n";
@@ -162,7 +186,7 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
         const double gflops = row.flops / row.convgrad_ms * 1e-6;
         std::snprintf(buf, sizeof buf, "| %s | %s | %s | %.3f | %.1f | %.1f | %s | %s | %s |\n", row.name.c_str(),
                       row.problem_class.c_str(), row.direction.c_str(), row.convgrad_ms, gflops,
-                      100 * gflops / r.peak_gflops, ms(row.onednn_user_ms).c_str(), ms(row.onednn_own_ms).c_str(),
+                      r.peak_gflops > 0 ? 100 * gflops / r.peak_gflops : 0.0, ms(row.onednn_user_ms).c_str(), ms(row.onednn_own_ms).c_str(),
                       row.ratio() > 0 ? (std::to_string(row.ratio()).substr(0, 5) + "x").c_str() : "n/a");
         os << buf;
     }
@@ -181,11 +205,29 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
     return os.str();
 }
 
+// The canonical problem, so other tools (bench/cudnn_bench.py) time exactly the same one
+// without parsing benchdnn descriptors again. Spatial lists are outermost first (D, H, W).
+static nlohmann::json problem_json(const ConvProblem &p) {
+    auto spatial = [&](const SpatialDims &v) { return std::vector<int64_t>(v.begin(), v.begin() + p.spatial_rank); };
+    return {{"batch", p.batch},
+            {"groups", p.groups},
+            {"in_channels", p.in_channels},
+            {"out_channels", p.out_channels},
+            {"input_size", spatial(p.input_size)},
+            {"output_size", spatial(p.output_size)},
+            {"kernel_size", spatial(p.kernel_size)},
+            {"strides", spatial(p.strides)},
+            {"dilations", spatial(p.dilations)},
+            {"pads_begin", spatial(p.pads_begin)},
+            {"pads_end", spatial(p.pads_end)}};
+}
+
 std::string format_json(const SuiteOptions &o, const SuiteResult &r) {
     nlohmann::json j;
     j["dtype"] = dtype_name(o.dtype);
     j["layout"] = o.nchw ? "nchw" : "nhwc";
     j["threads"] = o.threads;
+    j["device"] = device_name(o.device);
     j["peak_gflops"] = r.peak_gflops;
     j["peak_isa"] = r.peak_isa;
     j["onednn_version"] = dnnl_version_string();
@@ -195,10 +237,11 @@ std::string format_json(const SuiteOptions &o, const SuiteResult &r) {
                                 {"class", row.problem_class},
                                 {"dir", row.direction},
                                 {"descriptor", row.line},
+                                {"problem", problem_json(row.problem)},
                                 {"convgrad_kernel", row.kernel},
                                 {"convgrad_ms", row.convgrad_ms},
                                 {"gflops", gflops},
-                                {"pct_peak", 100 * gflops / r.peak_gflops},
+                                {"pct_peak", r.peak_gflops > 0 ? nlohmann::json(100 * gflops / r.peak_gflops) : nullptr},
                                 {"onednn_user_ms", row.onednn_user_ms > 0 ? nlohmann::json(row.onednn_user_ms) : nullptr},
                                 {"onednn_own_ms", row.onednn_own_ms > 0 ? nlohmann::json(row.onednn_own_ms) : nullptr},
                                 {"onednn_user_impl", row.onednn_user_impl},

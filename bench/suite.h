@@ -19,14 +19,19 @@ double median_ms(const std::function<void()> &f, double min_time_s, int min_reps
 // A convgrad gradient with its tensors allocated and filled with random values.
 class ConvgradGradient {
 public:
-    static Result<std::shared_ptr<ConvgradGradient>> create(const ConvProblem &p, Direction d);
+    // On a GPU (`device` cuda or opencl) the tensors live in its memory, uploaded once: a
+    // call times the kernels (and their completion), not host-device copies.
+    static Result<std::shared_ptr<ConvgradGradient>> create(const ConvProblem &p, Direction d,
+                                                            Device device = Device::kCpu);
     Status execute();
     const std::string &kernel() const { return kernel_; }
 
 private:
     ConvProblem p_;
     Direction d_ = Direction::kBackwardData;
+    RunOptions options_;
     std::vector<unsigned char> a_, b_, out_;
+    std::unique_ptr<DeviceMemory> device_[3];
     Tensor ta_, tb_, tout_;
     std::string kernel_;
 };
@@ -36,12 +41,14 @@ struct SuiteOptions {
     bool data = true, weights = true;
     bool nchw = false;
     DType dtype = DType::kFloat32;
+    Device device = Device::kCpu;  // GPU: convgrad only (compare with cuDNN: bench/cudnn_bench.py)
     double min_time_s = 0.3;
     int threads = 2;
 };
 
 struct Row {
     std::string name, problem_class, direction, line, kernel;
+    ConvProblem problem;
     double flops = 0;
     double convgrad_ms = 0;
     double onednn_user_ms = 0, onednn_own_ms = 0;  // 0: oneDNN has no implementation

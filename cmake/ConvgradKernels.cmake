@@ -17,6 +17,16 @@ else ()
       x86-64-linux-sse41
       x86-64-linux)
 endif ()
+# GPU kernel variants (generators/CMakeLists.txt): CUDA PTX for these capabilities, and
+# OpenCL C, with host code for baseline x86-64. Halide 14 knows capabilities up to 86; newer
+# GPUs (sm_90) run the highest PTX at or below their capability, which the driver compiles.
+option(CONVGRAD_GPU "Build CUDA and OpenCL kernel variants (x86-64 hosts)" ON)
+if (CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+  set(CONVGRAD_GPU OFF)
+endif ()
+set(CONVGRAD_CUDA_CAPABILITIES 86 80 70)  # highest first: the registry takes the first that fits
+set(CONVGRAD_GPU_HOST_TARGET x86-64-linux)
+
 # user_context: each call passes its own error slot, so errors are per call, not global.
 set(CONVGRAD_KERNEL_FEATURES user_context)
 
@@ -25,10 +35,14 @@ set(CONVGRAD_KERNEL_FEATURES user_context)
 set(CONVGRAD_RUNTIME "" CACHE INTERNAL "")
 set(CONVGRAD_KERNEL_TARGETS "" CACHE INTERNAL "")
 
-# convgrad_add_kernel(<name> GENERATOR <gen> PARAMS <k=v>...)
-#   Builds one kernel variant named <name> (the C function is convgrad_<name>).
+# convgrad_add_kernel(<name> GENERATOR <gen> PARAMS <k=v>... [TARGETS <halide target>...])
+#   Builds one kernel variant named <name> (the C function is convgrad_<name>), for the CPU
+#   targets above unless TARGETS names others (the GPU variants).
 function(convgrad_add_kernel NAME)
-  cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;TARGETS" ${ARGN})
+  if (NOT ARG_TARGETS)
+    set(ARG_TARGETS ${CONVGRAD_HALIDE_TARGETS})
+  endif ()
   set(lib convgrad_${NAME})
   set(use_runtime "")
   if (CONVGRAD_RUNTIME)
@@ -36,7 +50,7 @@ function(convgrad_add_kernel NAME)
   endif ()
   add_halide_library(${lib} FROM convgrad::halide_generators::convgrad_generators
                      GENERATOR ${ARG_GENERATOR}
-                     TARGETS ${CONVGRAD_HALIDE_TARGETS}
+                     TARGETS ${ARG_TARGETS}
                      FEATURES ${CONVGRAD_KERNEL_FEATURES}
                      ${use_runtime}
                      PARAMS ${ARG_PARAMS}

@@ -24,5 +24,6 @@ struct BwdDataStages {
 };
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout);
+void schedule_bwd_data_gpu(BwdDataStages &s, const Target &target, Layout layout);  // CUDA, OpenCL
 
 }  // namespace convgrad::gen

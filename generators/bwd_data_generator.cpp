@@ -20,7 +20,7 @@ public:
     GeneratorParam<int> x_phases{"x_phases", 1, 1, 2};
 
     void configure() {
-        const Type t = storage();
+        const Type t = buffer_type();
         dy_ = add_input<Buffer<>>("dy", t, kActDims);
         w_ = add_input<Buffer<>>("w", t, kFilterDims);
         dx_ = add_output<Buffer<>>("dx", t, x_phases == 2 ? kPhaseActDims : kActDims);
@@ -30,13 +30,13 @@ public:
         auto &dy = *dy_;
         auto &w = *w_;
         auto &dx = *dx_;
-        const Type st = storage(), at = accumulator();
+        const Type bt = buffer_type(), at = accumulator();
         BwdDataStages s;
         const std::array<AxisParams, 3> ax = axes();
 
         // Reads of dy outside its spatial extent are the structural zeros of the padding.
         Func dy_padded = BoundaryConditions::constant_exterior(
-            dy, Halide::cast(st, 0),
+            dy, Halide::cast(bt, 0),
             {Range(), {0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
              {0, dy.dim(kZ).extent()}, Range(), Range()});
 
@@ -45,17 +45,17 @@ public:
         s.w_local = Func("w_local");
         {
             Var ci, co, kx, ky, kz, g;
-            s.w_local(ci, co, kx, ky, kz, g) = Halide::cast(at, w(ci, co, kx, ky, kz, g));
+            s.w_local(ci, co, kx, ky, kz, g) = widen(w(ci, co, kx, ky, kz, g));
         }
 
         s.dy_in = Func("dy_in");
         {
             Var co, x, y, z, g, n;
-            s.dy_in(co, x, y, z, g, n) = Halide::cast(at, dy_padded(co, x, y, z, g, n));
+            s.dy_in(co, x, y, z, g, n) = widen(dy_padded(co, x, y, z, g, n));
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): such inputs are
         // converted once per element instead of at every use in the tiles.
-        s.staged_inputs = st.bits() == 16;
+        s.staged_inputs = bt.bits() == 16;
 
         s.r = RDom({{0, w.dim(kCo).extent()}, {0, w.dim(kKx).extent()},
                     {0, w.dim(kKy).extent()}, {0, w.dim(kKz).extent()}}, "r");
@@ -85,7 +85,7 @@ public:
         s.acc(pure) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) * s.w_local(s.c, co, k[0], k[1], k[2], s.g);
 
         s.dx_local = Func("dx_local");
-        s.dx_local(pure) = Halide::cast(st, s.acc(pure));
+        s.dx_local(pure) = narrow(s.acc(pure));
         dx(pure) = s.dx_local(pure);
         s.dx = dx;
 
@@ -98,7 +98,11 @@ public:
         s.c_extent = dx.dim(kC).extent();
         s.x_extent = dx.dim(kX).extent();  // q's extent in the x-phase variant
         s.g_extent = dx.dim(dx.dimensions() - 2).extent();
-        schedule_bwd_data_cpu(s, get_target(), lay);
+        if (get_target().has_gpu_feature()) {
+            schedule_bwd_data_gpu(s, get_target(), lay);
+        } else {
+            schedule_bwd_data_cpu(s, get_target(), lay);
+        }
     }
 
 private:

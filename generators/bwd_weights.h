@@ -17,5 +17,6 @@ struct BwdWeightsStages {
 };
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);
+void schedule_bwd_weights_gpu(BwdWeightsStages &s, const Target &target, Layout layout);  // CUDA, OpenCL
 
 }  // namespace convgrad::gen

@@ -14,7 +14,7 @@ using namespace canonical;
 class BwdWeights : public ConvGradGenerator<BwdWeights> {
 public:
     void configure() {
-        const Type t = storage();
+        const Type t = buffer_type();
         x_ = add_input<Buffer<>>("x", t, kActDims);
         dy_ = add_input<Buffer<>>("dy", t, kActDims);
         dw_ = add_output<Buffer<>>("dw", t, kFilterDims);
@@ -24,12 +24,12 @@ public:
         auto &x = *x_;
         auto &dy = *dy_;
         auto &dw = *dw_;
-        const Type st = storage(), at = accumulator();
+        const Type bt = buffer_type(), at = accumulator();
         BwdWeightsStages s;
         const std::array<AxisParams, 3> ax = axes();
 
         Func x_padded = BoundaryConditions::constant_exterior(
-            x, Halide::cast(st, 0),
+            x, Halide::cast(bt, 0),
             {Range(), {0, x.dim(kX).extent()}, {0, x.dim(kY).extent()},
              {0, x.dim(kZ).extent()}, Range(), Range()});
 
@@ -37,12 +37,12 @@ public:
         s.dy_in = Func("dy_in");
         {
             Var c, x_, y, z, g, n;
-            s.x_in(c, x_, y, z, g, n) = Halide::cast(at, x_padded(c, x_, y, z, g, n));
-            s.dy_in(c, x_, y, z, g, n) = Halide::cast(at, dy(c, x_, y, z, g, n));
+            s.x_in(c, x_, y, z, g, n) = widen(x_padded(c, x_, y, z, g, n));
+            s.dy_in(c, x_, y, z, g, n) = widen(dy(c, x_, y, z, g, n));
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input
         // element once instead of at every one of its uses in the tiles.
-        s.staged_inputs = st.bits() == 16;
+        s.staged_inputs = bt.bits() == 16;
 
         s.r = RDom({{0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
                     {0, dy.dim(kZ).extent()}, {0, dy.dim(kN).extent()}}, "r");
@@ -59,8 +59,7 @@ public:
         s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
             s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
 
-        dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) =
-            Halide::cast(st, s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
+        dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
         s.dw = dw;
 
         const Layout lay = variant_layout();
@@ -75,7 +74,11 @@ public:
         s.kx_extent = dw.dim(kKx).extent();
         s.ky_extent = dw.dim(kKy).extent();
         s.kz_extent = dw.dim(kKz).extent();
-        schedule_bwd_weights_cpu(s, get_target(), lay);
+        if (get_target().has_gpu_feature()) {
+            schedule_bwd_weights_gpu(s, get_target(), lay);
+        } else {
+            schedule_bwd_weights_cpu(s, get_target(), lay);
+        }
     }
 
 private:

@@ -109,6 +109,30 @@ public:
 protected:
     Type storage() const { return storage_type(dtype); }
     Type accumulator() const { return accumulator_type(storage()); }
+
+    // GPU targets keep bfloat16 tensors as their 16 bits (uint16) and convert explicitly:
+    // LLVM 14's NVPTX backend crashes on bfloat16 arithmetic with cuda_capability_80
+    // (shared/docs/halide14.md), and OpenCL C has no bfloat16 type. The runtime passes such
+    // kernels uint16 buffers over the same memory.
+    bool bf16_as_bits() const { return storage().is_bfloat() && this->get_target().has_gpu_feature(); }
+    // The element type of the kernel's buffers.
+    Type buffer_type() const { return bf16_as_bits() ? UInt(16) : storage(); }
+    // A buffer element in the accumulator type.
+    Expr widen(const Expr &v) const {
+        // bfloat16 is the high half of a float32.
+        if (bf16_as_bits()) return reinterpret(Float(32), Halide::cast(UInt(32), v) << 16);
+        return Halide::cast(accumulator(), v);
+    }
+    // An accumulator value as a buffer element.
+    Expr narrow(const Expr &a) const {
+        if (!bf16_as_bits()) return Halide::cast(storage(), a);
+        // Round to nearest, ties to even (as Halide's own float32 -> bfloat16 cast); NaNs
+        // stay NaNs (quiet bit set) instead of rounding into infinity.
+        const Expr bits = reinterpret(UInt(32), a);
+        const Expr rounded = (bits + (0x7FFF + ((bits >> 16) & 1))) >> 16;
+        const Expr nan = (bits & 0x7FFFFFFF) > 0x7F800000;
+        return Halide::cast(UInt(16), select(nan, (bits >> 16) | 0x40, rounded));
+    }
     Layout variant_layout() const { return parse_layout(layout); }
 
     // Axes in canonical order x, y, z.

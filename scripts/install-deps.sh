@@ -15,6 +15,7 @@ packages=(
                                          # and the ARM64 build's tests
   g++-aarch64-linux-gnu                  # ARM64 cross build (cmake/aarch64-linux-gnu.cmake)
   libonnx-testdata                       # ONNX ConvTranspose node tests (ground truth)
+  ocl-icd-libopencl1 pocl-opencl-icd     # OpenCL kernels run and are tested on PoCL's CPU device
 )
 
 missing=()

@@ -172,7 +172,7 @@ TEST(CApi, RejectsBadInputCleanly) {
             case 2: d.spatial_rank = 4, want = {"rank", CONVGRAD_INVALID_ARGUMENT, "desc.spatial_rank"}; break;
             case 3: d.filter_layout = 7, want = {"filter layout", CONVGRAD_INVALID_ARGUMENT, "desc.filter_layout"}; break;
             case 4: ap = nullptr, want = {"NULL dy", CONVGRAD_INVALID_ARGUMENT, "dy"}; break;
-            case 5: b.device.device_type = kDLCUDA, want = {"GPU tensor", CONVGRAD_UNSUPPORTED, "w: device"}; break;
+            case 5: b.device.device_type = kDLVulkan, want = {"Vulkan tensor", CONVGRAD_UNSUPPORTED, "w: device type"}; break;
             case 6: a.dtype.lanes = 2, want = {"vector dtype", CONVGRAD_INVALID_ARGUMENT, "dy: vector"}; break;
             case 7: a.dtype = {kDLUInt, 8, 1}, want = {"uint8", CONVGRAD_INVALID_ARGUMENT, "dy: dtype"}; break;
             case 8: b.dtype = {kDLFloat, 64, 1}, want = {"mixed dtypes", CONVGRAD_INVALID_ARGUMENT, "w"}; break;

@@ -27,7 +27,7 @@ TEST(HalideErrors, KernelAssertionBecomesStatus) {
         if (std::string(k.name) == "bwd_data_f32_nxc") nxc = &k;
     }
     ASSERT_NE(nxc, nullptr);
-    EXPECT_FALSE(nxc->accepts(Direction::kBackwardData, p, vdy.value, vdx.value));
+    EXPECT_FALSE(nxc->accepts(Direction::kBackwardData, p, vdy.value, vdx.value, Placement{}));
     Status s = run_kernel(*nxc, p, vdy.value, vw.value, vdx.value);
     EXPECT_EQ(s.code(), StatusCode::kInternal);
     EXPECT_NE(s.message().find("bwd_data_f32_nxc"), std::string::npos) << s.message();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <limits>
 #include <sstream>
 
@@ -198,8 +199,18 @@ TfRunResult run_tf(const TfConv2D &c, bool backprop_input, const std::vector<dou
     return run_problem(p.value, Direction::kBackwardWeights, first, second, gapped);
 }
 
+namespace {
+
+
+Status call(const ConvProblem &p, Direction d, const Tensor &a, const Tensor &b, const Tensor &out,
+            const RunOptions &o) {
+    return d == Direction::kBackwardData ? backward_data(p, a, b, out, o) : backward_weights(p, a, b, out, o);
+}
+
+}  // namespace
+
 RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<double> &first,
-                      const std::vector<double> &second, bool gapped) {
+                      const std::vector<double> &second, bool gapped, const TestDevice &on) {
     const bool data = d == Direction::kBackwardData;
     HostTensor a(data ? output_shape(p) : input_shape(p), gapped, p.dtype);
     HostTensor b(data ? filter_shape(p) : output_shape(p), gapped, p.dtype);
@@ -207,10 +218,36 @@ RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<doubl
     a.fill(first);
     b.fill(second);
     out.poison();
+    RunOptions options;
+    options.device = on.device;
     RunResult r;
-    auto k = select_kernel(d, p, a.tensor, b.tensor, out.tensor);
+    auto k = select_kernel(d, p, a.tensor, b.tensor, out.tensor, options);
     r.kernel = k.is_ok() ? k.value : "";
-    r.status = data ? backward_data(p, a.tensor, b.tensor, out.tensor) : backward_weights(p, a.tensor, b.tensor, out.tensor);
+    if (on.device_memory) {
+        // Each tensor's whole storage (strides and gaps carry over) in device memory; the
+        // result's copy carries the poison.
+        std::unique_ptr<DeviceMemory> dev[3];
+        Tensor t[3];
+        HostTensor *host[3] = {&a, &b, &out};
+        for (int i = 0; i < 3; i++) {
+            auto m = DeviceMemory::allocate(on.device, host[i]->storage.size());
+            if (!m.is_ok()) {
+                r.status = m.status;
+                return r;
+            }
+            dev[i] = std::move(m.value);
+            if (Status s = dev[i]->upload(host[i]->storage.data()); !s) {
+                r.status = s;
+                return r;
+            }
+            t[i] = host[i]->tensor;
+            t[i].data = dev[i]->handle(), t[i].device = on.device;
+        }
+        r.status = call(p, d, t[0], t[1], t[2], options);
+        if (r.status) r.status = dev[2]->download(out.storage.data());
+    } else {
+        r.status = call(p, d, a.tensor, b.tensor, out.tensor, options);
+    }
     r.result = out.values();
     return r;
 }

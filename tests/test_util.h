@@ -42,6 +42,13 @@ double relative_error(const std::vector<double> &got, const std::vector<double> 
 
 std::string describe(const TfConv2D &c);
 
+// Where run_problem runs a call (RunOptions::device), and whether its tensors live in that
+// GPU's memory (uploaded through Halide's runtime, which libconvgrad carries) or the host's.
+struct TestDevice {
+    Device device = Device::kCpu;
+    bool device_memory = false;
+};
+
 // Runs a resolved problem on tensors holding `first` and `second` in the problem's own
 // layouts (dy then w for the data gradient; x then dy for the filter gradient), with a
 // NaN-poisoned result; optionally every tensor gapped (non-contiguous).
@@ -51,7 +58,7 @@ struct RunResult {
     std::string kernel;
 };
 RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<double> &first,
-                      const std::vector<double> &second, bool gapped);
+                      const std::vector<double> &second, bool gapped, const TestDevice &on = {});
 
 // Resolves `c` through convgrad's TF frontend and runs the gradient on tensors holding
 // `first` and `second` (filter and dy for backprop-input, x and dy for backprop-filter).

@@ -206,11 +206,15 @@ TEST_F(ExecuteValidation, NullDataAndBadStrides) {
 }
 
 TEST_F(ExecuteValidation, UnsupportedDeviceAndBackend) {
-    RunOptions cuda;
-    cuda.device = Device::kCuda;
-    Status s = backward_data(p, dy.tensor, w.tensor, dx.tensor, cuda);
-    EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-    EXPECT_NE(s.message().find("device: cuda"), std::string::npos);
+    bool cuda_device = false;
+    for (const DeviceInfo &d : devices()) cuda_device = cuda_device || d.api == Device::kCuda;
+    if (!cuda_device) {  // CUDA without a driver or device: a status, never a crash
+        RunOptions cuda;
+        cuda.device = Device::kCuda;
+        Status s = backward_data(p, dy.tensor, w.tensor, dx.tensor, cuda);
+        EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+        EXPECT_NE(s.message().find("cuda"), std::string::npos) << s.message();
+    }
     RunOptions jit;
     jit.backend = Backend::kJit;
     EXPECT_EQ(backward_data(p, dy.tensor, w.tensor, dx.tensor, jit).code(), StatusCode::kUnsupported);

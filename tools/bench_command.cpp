@@ -1,5 +1,5 @@
 // convgrad bench --batch FILE [--dir BWD_D|BWD_W|both] [--layout nhwc|nchw] [--dtype f32|...]
-//                [--json PATH] [--min-time S] [--threads N]
+//                [--device cpu|cuda|opencl] [--json PATH] [--min-time S] [--threads N]
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -37,11 +37,12 @@ int bench_command(int argc, char **argv) {
     }
     CLI::App app{"convgrad bench: convgrad vs oneDNN on a batch of benchdnn problems", "bench"};
     bench::SuiteOptions o;
-    std::string dir = "both", layout = "nhwc", dtype = "f32", json;
+    std::string dir = "both", layout = "nhwc", dtype = "f32", device = "cpu", json;
     app.add_option("--batch", o.batch, "problems, one benchdnn descriptor per line")->required();
     app.add_option("--dir", dir, "BWD_D, BWD_W or both (default)");
     app.add_option("--layout", layout, "nhwc (default, HWIO weights) or nchw (OIHW weights)");
     app.add_option("--dtype", dtype, "f32 (default), f64, f16, bf16, i32");
+    app.add_option("--device", device, "cpu (default, against oneDNN), cuda or opencl (convgrad alone)");
     app.add_option("--json", json, "also write the results as JSON");
     app.add_option("--min-time", o.min_time_s, "seconds per measurement (default 0.3)");
     app.add_option("--threads", o.threads, "threads for both libraries (default 2)");
@@ -58,6 +59,9 @@ int bench_command(int argc, char **argv) {
     auto t = parse_bench_dtype(dtype);
     if (!t.is_ok()) return report(Status(t.status.code(), "bench: " + t.status.message()));
     o.dtype = t.value;
+    if (!parse_device(device, &o.device) || o.device == Device::kAuto) {
+        return report_invalid("bench: --device: must be cpu, cuda or opencl");
+    }
     o.data = dir != "BWD_W", o.weights = dir != "BWD_D", o.nchw = layout == "nchw";
     auto r = bench::run_suite(o, [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); });
     if (!r.is_ok()) return report(Status(r.status.code(), "bench: " + r.status.message()));

@@ -1,4 +1,5 @@
-// convgrad info: kernels built in, host CPU features, and which multitarget ISA path runs.
+// convgrad info: kernels built in, host CPU features, which multitarget ISA path runs, and
+// the GPU devices the drivers report.
 #include <cstdio>
 #include <vector>
 
@@ -29,12 +30,17 @@ int info_command(int argc, char **) {
     for (const auto &f : host_cpu_features()) std::printf(" %s", f.c_str());
     std::printf("\nx86 multitarget path: %s (expected from CPUID: %s)\n", probe_isa_path().c_str(),
                 expected_isa_path().c_str());
-    std::printf("devices: cpu\n");
+    std::printf("GPU kernels built: cuda %s, opencl %s\n", gpu_kernels_built(Device::kCuda) ? "yes" : "no",
+                gpu_kernels_built(Device::kOpenCL) ? "yes" : "no");
+    std::printf("devices:\n");
+    for (const DeviceInfo &d : devices()) {
+        std::printf("  %-6s %d  %s (%s)\n", device_name(d.api), d.index, d.name.c_str(), d.detail.c_str());
+    }
     std::printf("kernels, in dispatch order:\n");
     for (const auto &k : registered_kernels()) {
-        std::printf("  %-24s %-16s %-8s %s\n", k.name.c_str(),
+        std::printf("  %-24s %-16s %-8s %-6s %s\n", k.name.c_str(),
                     k.direction == Direction::kBackwardData ? "backward_data" : "backward_weights",
-                    dtype_name(k.dtype), k.layout.c_str());
+                    dtype_name(k.dtype), device_name(k.device), k.layout.c_str());
     }
     return 0;
 }

@@ -33,11 +33,10 @@ Result<std::vector<int64_t>> parse_int_list(const std::string &arg, const std::s
     return out;
 }
 
-Result<Device> parse_device(const std::string &s) {
-    if (s == "cpu") return Device::kCpu;
-    if (s == "cuda") return Device::kCuda;
-    if (s == "opencl") return Device::kOpenCL;
-    return Status::invalid("--device: must be cpu, cuda or opencl, got '" + s + "'");
+Result<Device> device_arg(const std::string &s) {
+    Device d;
+    if (parse_device(s, &d)) return d;
+    return Status::invalid("--device: must be cpu, cuda, opencl or auto, got '" + s + "'");
 }
 
 Result<Backend> parse_backend(const std::string &s) {
@@ -119,7 +118,7 @@ int run_command(int argc, char **argv) {
     for (const auto &n : op->string_args) add(n, "string");
     std::string output, device = "cpu", backend = "auto", dtype_arg;
     app.add_option("--output", output, "result (.npy)");
-    app.add_option("--device", device, "cpu (default), cuda, opencl");
+    app.add_option("--device", device, "cpu (default), cuda, opencl, auto (a CUDA GPU if there is one, else cpu)");
     app.add_option("--backend", backend, "auto (default), aot, jit");
     app.add_option("--dtype", dtype_arg, "bfloat16 for uint16 .npy tensors holding bfloat16 bits; else checks the tensors' dtype");
     try {
@@ -139,7 +138,7 @@ int run_command(int argc, char **argv) {
         if (!given(n)) return report_invalid(op->name + ": --" + n + ": required");
     }
     if (output.empty()) return report_invalid(op->name + ": --output: required");
-    auto dev = parse_device(device);
+    auto dev = device_arg(device);
     if (!dev.is_ok()) return report(dev.status);
     auto be = parse_backend(backend);
     if (!be.is_ok()) return report(be.status);

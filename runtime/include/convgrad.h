@@ -11,8 +11,11 @@
  *   filters      XIO: [spatial..., C_in/G, C_out]   OIX: [C_out, C_in/G, spatial...]
  *                XGM: [spatial..., G, C_out/G]  (TF depthwise; C_in == G)
  * Spatial arrays are outermost first (D, H, W), `spatial_rank` entries used.
- * Tensors: CPU memory (kDLCPU), one lane, float16/bfloat16/float32/float64/int32, all three
- * of one dtype; strides in elements (NULL: row-major), byte_offset honoured. The result
+ * Tensors: one lane, float16/bfloat16/float32/float64/int32, all three of one dtype; strides
+ * in elements (NULL: row-major), byte_offset honoured (OpenCL: must be 0). Memory: kDLCPU,
+ * kDLCUDA (a device pointer) or kDLOpenCL (a cl_mem), on device HL_GPU_DEVICE (default 0).
+ * A call runs where its tensors live: on the GPU when any of them is in GPU memory (host
+ * tensors are then copied in, and a host result back), else on the CPU. The result
  * tensor is written; nothing else is. Every call returns a status and never aborts; the
  * message of the last failure on this thread is convgrad_last_error().
  * Same semantics as the C++ API (convgrad/convgrad.h), which this wraps. */

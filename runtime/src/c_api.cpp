@@ -4,6 +4,7 @@
 // everything else with the same messages the other frontends get.
 #include "convgrad.h"
 
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -34,9 +35,24 @@ Result<DType> dtype_of(const DLDataType &t, const char *name) {
 Result<Tensor> tensor_of(const DLTensor *t, const char *name) {
     const std::string where = std::string(name) + ": ";
     if (t == nullptr) return Status::invalid(where + "is NULL");
-    if (t->device.device_type != kDLCPU) {
+    Device device = Device::kCpu;
+    switch (t->device.device_type) {
+    case kDLCPU: break;
+    case kDLCUDA: device = Device::kCuda; break;
+    case kDLOpenCL: device = Device::kOpenCL; break;
+    default:
         return Status::unsupported(where + "device type " + std::to_string(t->device.device_type) +
-                                   " is not supported; the C API takes CPU (kDLCPU) tensors");
+                                   " is not supported; the C API takes kDLCPU, kDLCUDA and kDLOpenCL tensors");
+    }
+    // Halide's GPU runtimes use one device: HL_GPU_DEVICE, else 0.
+    const char *env = device == Device::kCpu ? nullptr : std::getenv("HL_GPU_DEVICE");
+    const int gpu = env != nullptr ? std::atoi(env) : 0;
+    if (device != Device::kCpu && t->device.device_id != gpu) {
+        return Status::unsupported(where + "device_id " + std::to_string(t->device.device_id) +
+                                   ": kernels run on device " + std::to_string(gpu) + " (set HL_GPU_DEVICE)");
+    }
+    if (device == Device::kOpenCL && t->byte_offset != 0) {
+        return Status::unsupported(where + "an OpenCL tensor must start at its cl_mem (byte_offset 0)");
     }
     if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr)) return Status::invalid(where + "has no shape");
     auto dtype = dtype_of(t->dtype, name);
@@ -44,6 +60,7 @@ Result<Tensor> tensor_of(const DLTensor *t, const char *name) {
     Tensor out;
     out.data = t->data == nullptr ? nullptr : static_cast<char *>(t->data) + t->byte_offset;
     out.dtype = dtype.value;
+    out.device = device;
     out.shape.assign(t->shape, t->shape + t->ndim);
     if (t->strides != nullptr) out.strides.assign(t->strides, t->strides + t->ndim);
     return out;
@@ -149,7 +166,13 @@ convgrad_status run_c(const convgrad_conv_desc *d, const DLTensor *a, const char
         auto p = problem_of(d, input, data_gradient ? result_name : a_name, output, filter,
                             data_gradient ? b_name : result_name);
         if (!p.is_ok()) return finish(p.status);
-        return finish(call(p.value, ta.value, tb.value, tr.value));
+        // Calls run where the tensors live: on the device of any device-resident tensor (the
+        // C++ API checks they agree), else on the CPU.
+        RunOptions options;
+        for (const Tensor *t : {&ta.value, &tb.value, &tr.value}) {
+            if (t->device != Device::kCpu) options.device = t->device;
+        }
+        return finish(call(p.value, ta.value, tb.value, tr.value, options));
     } catch (const std::exception &e) {
         return finish(Status::internal(std::string("unexpected error: ") + e.what()));
     } catch (...) {
@@ -177,14 +200,18 @@ convgrad_status convgrad_backward_data(const convgrad_conv_desc *desc, const DLT
                                        const DLTensor *dx) {
     return convgrad::run_c(desc, dy, "dy", w, "w", dx, "dx", true,
                            [](const convgrad::ConvProblem &p, const convgrad::Tensor &a, const convgrad::Tensor &b,
-                              const convgrad::Tensor &r) { return convgrad::backward_data(p, a, b, r); });
+                              const convgrad::Tensor &r, const convgrad::RunOptions &o) {
+                               return convgrad::backward_data(p, a, b, r, o);
+                           });
 }
 
 convgrad_status convgrad_backward_weights(const convgrad_conv_desc *desc, const DLTensor *x, const DLTensor *dy,
                                           const DLTensor *dw) {
     return convgrad::run_c(desc, x, "x", dy, "dy", dw, "dw", false,
                            [](const convgrad::ConvProblem &p, const convgrad::Tensor &a, const convgrad::Tensor &b,
-                              const convgrad::Tensor &r) { return convgrad::backward_weights(p, a, b, r); });
+                              const convgrad::Tensor &r, const convgrad::RunOptions &o) {
+                               return convgrad::backward_weights(p, a, b, r, o);
+                           });
 }
 
 const char *convgrad_last_error(void) { return convgrad::last_error.c_str(); }

@@ -35,6 +35,7 @@ Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Ten
                                std::to_string(t.shape.size()) + "-D tensor");
     }
     if (t.data == nullptr && t.num_elements() > 0) return Status::invalid(name + ": data is null");
+    if (t.device == Device::kAuto) return Status::invalid(name + ": a tensor's device must be cpu, cuda or opencl, not auto");
     for (size_t d = 0; d < s.size(); d++) {
         if (s[d] > INT32_MAX || s[d] < -INT32_MAX) {
             return Status::unsupported(name + ": stride " + std::to_string(s[d]) + " does not fit in 32 bits");
@@ -47,6 +48,7 @@ Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Ten
     CanonicalView v;
     v.data = t.data;
     v.dtype = t.dtype;
+    v.device = t.device;
     const int r = p.spatial_rank;
     const int64_t groups = p.groups;
     if (role == TensorRole::kFilter) {

@@ -15,6 +15,7 @@ enum class TensorRole { kInput, kOutput, kFilter };  // x/dx, dy, w/dw
 struct CanonicalView {
     void *data = nullptr;
     DType dtype = DType::kFloat32;
+    Device device = Device::kCpu;  // where `data` lives
     int64_t extent[6] = {1, 1, 1, 1, 1, 1};
     int64_t stride[6] = {0, 0, 0, 0, 0, 0};
 

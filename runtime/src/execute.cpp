@@ -1,5 +1,6 @@
 // The public entry points: check options and tensors, handle empty reductions, dispatch.
 #include "convgrad/convgrad.h"
+#include "gpu_devices.h"
 #include "halide_bridge.h"
 #include "kernel_registry.h"
 
@@ -7,10 +8,6 @@ namespace convgrad {
 namespace {
 
 Status check_options(const RunOptions &o) {
-    if (o.device != Device::kCpu) {
-        return Status::unsupported(std::string("device: ") + (o.device == Device::kCuda ? "cuda" : "opencl") +
-                                   " kernels are not built into this convgrad; use cpu");
-    }
     if (o.backend == Backend::kJit) {
         return Status::unsupported("backend: jit is not available in this build; use aot or auto");
     }
@@ -39,25 +36,70 @@ Result<CallViews> make_views(const ConvProblem &p, const Tensor &a, ArgSpec as, 
     return CallViews{va.value, vb.value, vr.value};
 }
 
+// Where a call runs (RunOptions::device, see convgrad/tensor.h), checked against where its
+// tensors live: the CPU reads host memory only, and one call uses one GPU api.
+Result<Placement> place(const RunOptions &o, const CallViews &v) {
+    Device resident = Device::kCpu;
+    const char *resident_arg = nullptr;
+    const std::pair<const CanonicalView *, const char *> views[] = {{&v.a, "first input"}, {&v.b, "second input"},
+                                                                    {&v.result, "result"}};
+    for (const auto &[view, arg] : views) {
+        if (view->device == Device::kCpu) continue;
+        if (resident != Device::kCpu && view->device != resident) {
+            return Status::invalid(std::string("device: the ") + resident_arg + " is in " + device_name(resident) +
+                                   " memory and the " + arg + " in " + device_name(view->device) + " memory");
+        }
+        resident = view->device, resident_arg = arg;
+    }
+    Device want = o.device;
+    if (want == Device::kAuto) {
+        want = resident != Device::kCpu                                                       ? resident
+               : gpu_kernels_built(Device::kCuda) && device_available(Device::kCuda, nullptr) ? Device::kCuda
+                                                                                                : Device::kCpu;
+    }
+    if (resident != Device::kCpu && want != resident) {
+        return Status::invalid(std::string("device: the ") + resident_arg + " is in " + device_name(resident) +
+                               " memory, which a " + device_name(want) + " call cannot read; run it on " +
+                               device_name(resident) + " (or auto)");
+    }
+    Placement where{want, 0};
+    if (want == Device::kCpu) return where;
+    if (!gpu_kernels_built(want)) {
+        return Status::unsupported(std::string("device: this convgrad was built without ") + device_name(want) +
+                                   " kernels (CMake option CONVGRAD_GPU)");
+    }
+    std::string why;
+    if (!device_available(want, &why)) return Status::unsupported(std::string("device ") + device_name(want) + ": " + why);
+    if (want == Device::kCuda) where.cuda_capability = cuda_capability();
+    return where;
+}
+
 // The kernel for a call. The activation views decide the layout variant: dy and dx for the
 // data gradient, x and dy for the filter gradient.
-Result<const KernelEntry *> find_kernel(Direction d, const ConvProblem &p, const CallViews &v) {
+Result<const KernelEntry *> find_kernel(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where) {
     const CanonicalView &second = d == Direction::kBackwardData ? v.result : v.b;
-    const KernelEntry *k = select_entry(d, p, v.a, second);
+    const KernelEntry *k = select_entry(d, p, v.a, second, where);
     if (k == nullptr) {
+        std::string on = device_name(where.device);
+        if (where.device == Device::kCuda) on += " (sm_" + std::to_string(where.cuda_capability) + ")";
         return Status::unsupported(std::string("dtype: no ") + (d == Direction::kBackwardData ? "data" : "filter") +
-                                   "-gradient kernel for " + dtype_name(p.dtype) + " in this build");
+                                   "-gradient kernel for " + dtype_name(p.dtype) + " on " + on + " in this build");
     }
     return k;
 }
 
-Status run(Direction d, const ConvProblem &p, const CallViews &v) {
+Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where) {
     if (v.result.num_elements() == 0) return Status::ok();
     if (v.a.num_elements() == 0 || v.b.num_elements() == 0) {
-        fill_zero(v.result);  // an empty sum: zeros, never uninitialised memory
+        // An empty sum: zeros, never uninitialised memory.
+        if (v.result.device != Device::kCpu) {
+            return Status::unsupported("an empty reduction (no input elements) into device memory: zero the result "
+                                       "on the device instead");
+        }
+        fill_zero(v.result);
         return Status::ok();
     }
-    auto k = find_kernel(d, p, v);
+    auto k = find_kernel(d, p, v, where);
     if (!k.is_ok()) return k.status;
     return run_kernel(*k.value, p, v.a, v.b, v.result);
 }
@@ -68,42 +110,54 @@ constexpr ArgSpec kDx{TensorRole::kInput, "dx"};
 constexpr ArgSpec kX{TensorRole::kInput, "x"};
 constexpr ArgSpec kDw{TensorRole::kFilter, "dw"};
 
-Result<CallViews> prepare(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b,
-                          const Tensor &result, const RunOptions &options) {
+struct PreparedCall {
+    CallViews views;
+    Placement where;
+};
+
+Result<PreparedCall> prepare(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b,
+                             const Tensor &result, const RunOptions &options) {
     if (Status s = check_options(options); !s) return s;
     if (Status s = validate(p); !s) return s;
-    return d == Direction::kBackwardData ? make_views(p, a, kDy, b, kW, result, kDx)
-                                         : make_views(p, a, kX, b, kDy, result, kDw);
+    auto v = d == Direction::kBackwardData ? make_views(p, a, kDy, b, kW, result, kDx)
+                                           : make_views(p, a, kX, b, kDy, result, kDw);
+    if (!v.is_ok()) return v.status;
+    auto where = place(options, v.value);
+    if (!where.is_ok()) return where.status;
+    return PreparedCall{v.value, where.value};
+}
+
+Status prepare_and_run(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b, const Tensor &result,
+                       const RunOptions &options) {
+    auto c = prepare(d, p, a, b, result, options);
+    if (!c.is_ok()) return c.status;
+    return run(d, p, c.value.views, c.value.where);
 }
 
 }  // namespace
 
 Status backward_data(const ConvProblem &p, const Tensor &dy, const Tensor &w, const Tensor &dx,
                      const RunOptions &options) {
-    auto v = prepare(Direction::kBackwardData, p, dy, w, dx, options);
-    if (!v.is_ok()) return v.status;
-    return run(Direction::kBackwardData, p, v.value);
+    return prepare_and_run(Direction::kBackwardData, p, dy, w, dx, options);
 }
 
 Status backward_weights(const ConvProblem &p, const Tensor &x, const Tensor &dy, const Tensor &dw,
                         const RunOptions &options) {
-    auto v = prepare(Direction::kBackwardWeights, p, x, dy, dw, options);
-    if (!v.is_ok()) return v.status;
-    return run(Direction::kBackwardWeights, p, v.value);
+    return prepare_and_run(Direction::kBackwardWeights, p, x, dy, dw, options);
 }
 
 Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b,
-                                  const Tensor &result) {
-    auto v = prepare(d, p, a, b, result, RunOptions{});
-    if (!v.is_ok()) return v.status;
-    auto k = find_kernel(d, p, v.value);
+                                  const Tensor &result, const RunOptions &options) {
+    auto c = prepare(d, p, a, b, result, options);
+    if (!c.is_ok()) return c.status;
+    auto k = find_kernel(d, p, c.value.views, c.value.where);
     if (!k.is_ok()) return k.status;
     return std::string(k.value->name);
 }
 
 std::vector<KernelInfo> registered_kernels() {
     std::vector<KernelInfo> out;
-    for (const KernelEntry &e : kernel_table()) out.push_back({e.name, e.direction, e.dtype, e.layout});
+    for (const KernelEntry &e : kernel_table()) out.push_back({e.name, e.direction, e.dtype, e.layout, e.device});
     return out;
 }
 

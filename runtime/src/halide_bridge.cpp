@@ -5,6 +5,10 @@
 #include <mutex>
 
 #include "HalideRuntime.h"
+#ifdef CONVGRAD_HAVE_GPU
+#include "HalideRuntimeCuda.h"
+#include "HalideRuntimeOpenCL.h"
+#endif
 
 namespace convgrad {
 namespace {
@@ -67,7 +71,9 @@ void install_handlers_once() {
     });
 }
 
-halide_type_t halide_type(DType t) {
+// GPU kernels take bfloat16 as its raw bits (generators/generator_common.h: bf16_as_bits).
+halide_type_t halide_type(DType t, Device kernel_device) {
+    if (t == DType::kBFloat16 && kernel_device != Device::kCpu) return halide_type_t(halide_type_uint, 16);
     switch (t) {
     case DType::kFloat16: return halide_type_t(halide_type_float, 16);
     case DType::kBFloat16: return halide_type_t(halide_type_bfloat, 16);
@@ -81,7 +87,8 @@ halide_type_t halide_type(DType t) {
 // A halide_buffer_t over a view; `dims` (7 entries) must outlive it. Sizes were range-checked
 // when the view was made (validate() and make_view()). `x_phases`: the 7-D x-phase view of
 // canonical.h, x = 2q + p (the registry checked that x's extent is even).
-halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims, bool x_phases = false) {
+halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims, Device kernel_device,
+                          bool x_phases = false) {
     int n = 0;
     for (int d = 0; d < 6; d++) {
         const auto extent = static_cast<int32_t>(v.extent[d]), stride = static_cast<int32_t>(v.stride[d]);
@@ -93,20 +100,87 @@ halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims, bool
         }
     }
     halide_buffer_t b{};
-    b.host = static_cast<uint8_t *>(v.data);
-    b.type = halide_type(v.dtype);
+    b.host = v.device == Device::kCpu ? static_cast<uint8_t *>(v.data) : nullptr;  // device memory: see DeviceBuffers
+    b.type = halide_type(v.dtype, kernel_device);
     b.dimensions = n;
     b.dim = dims;
     return b;
 }
 
+#ifdef CONVGRAD_HAVE_GPU
+// The device side of a GPU kernel call. Tensors on the kernel's device are wrapped (no copy)
+// and detached afterwards; host tensors are marked host-dirty, so the kernel uploads them,
+// the result is copied back, and the device copies Halide made are freed.
+class DeviceBuffers {
+public:
+    DeviceBuffers(void *ctx, Device device) : ctx_(ctx), device_(device) {}
+    DeviceBuffers(const DeviceBuffers &) = delete;
+    DeviceBuffers &operator=(const DeviceBuffers &) = delete;
+
+    int bind(halide_buffer_t *b, const CanonicalView &v, bool is_result) {
+        bufs_[n_] = b;
+        wrapped_[n_] = v.device != Device::kCpu;
+        results_[n_] = is_result;
+        n_++;
+        if (v.device == Device::kCpu) {
+            if (!is_result) b->flags |= halide_buffer_flag_host_dirty;
+            return 0;
+        }
+        const auto handle = reinterpret_cast<uint64_t>(v.data);
+        return device_ == Device::kCuda ? halide_cuda_wrap_device_ptr(ctx_, b, handle)
+                                        : halide_opencl_wrap_cl_mem(ctx_, b, handle);
+    }
+
+    // After the kernel: results to where the caller holds them. Device-resident results are
+    // synchronised, so the call returns with them complete, as a CPU call does.
+    int finish() {
+        int rc = 0;
+        for (int i = 0; i < n_ && rc == 0; i++) {
+            if (!results_[i]) continue;
+            rc = wrapped_[i] ? halide_device_sync(ctx_, bufs_[i]) : halide_copy_to_host(ctx_, bufs_[i]);
+        }
+        return rc;
+    }
+
+    ~DeviceBuffers() {
+        for (int i = 0; i < n_; i++) {
+            halide_buffer_t *b = bufs_[i];
+            if (b->device == 0) continue;
+            if (!wrapped_[i]) {
+                halide_device_free(ctx_, b);
+            } else if (device_ == Device::kCuda) {
+                halide_cuda_detach_device_ptr(ctx_, b);
+            } else {
+                halide_opencl_detach_cl_mem(ctx_, b);
+            }
+        }
+    }
+
+private:
+    void *ctx_;
+    Device device_;
+    halide_buffer_t *bufs_[3] = {};
+    bool wrapped_[3] = {}, results_[3] = {};
+    int n_ = 0;
+};
+#endif
+
 }  // namespace
+
+bool gpu_kernels_built(Device api) {
+#ifdef CONVGRAD_HAVE_GPU
+    return api == Device::kCuda || api == Device::kOpenCL;
+#else
+    (void)api;
+    return false;
+#endif
+}
 
 Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a, const CanonicalView &b,
                   const CanonicalView &result) {
-    install_handlers_once();
     halide_dimension_t da[7], db[7], dr[7];
-    halide_buffer_t ba = to_halide(a, da), bb = to_halide(b, db), br = to_halide(result, dr, k.needs.x_phases);
+    halide_buffer_t ba = to_halide(a, da, k.device), bb = to_halide(b, db, k.device),
+                    br = to_halide(result, dr, k.device, k.needs.x_phases);
     // Kernel parameters are per canonical axis x, y, z = the problem's innermost axis first.
     int32_t stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
     for (int a_ = 0; a_ < p.spatial_rank; a_++) {
@@ -115,15 +189,39 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
         dilation[c] = static_cast<int32_t>(p.dilations[a_]);
         pad[c] = static_cast<int32_t>(p.pads_begin[a_]);
     }
-    CallContext ctx;
-    g_kernel_ran.store(true);
-    const int rc = k.fn(&ctx, stride[0], stride[1], stride[2], dilation[0], dilation[1], dilation[2], pad[0], pad[1],
+#ifndef CONVGRAD_HAVE_GPU
+    if (k.device != Device::kCpu) return Status::unsupported(std::string("kernel ") + k.name + ": GPU support is not built in");
+#endif
+    return halide_call(std::string("kernel ") + k.name, [&](void *ctx) {
+        auto call = [&] {
+            return k.fn(ctx, stride[0], stride[1], stride[2], dilation[0], dilation[1], dilation[2], pad[0], pad[1],
                         pad[2], &ba, &bb, &br);
-    if (rc != 0) {
-        return Status::internal(std::string("kernel ") + k.name + " failed (Halide error " + std::to_string(rc) +
-                                "): " + (ctx.error.empty() ? "no message" : ctx.error));
-    }
-    return Status::ok();
+        };
+        if (k.device == Device::kCpu) {
+            g_kernel_ran.store(true);
+            return call();
+        }
+#ifdef CONVGRAD_HAVE_GPU
+        DeviceBuffers device(ctx, k.device);
+        int rc = device.bind(&ba, a, false);
+        if (rc == 0) rc = device.bind(&bb, b, false);
+        if (rc == 0) rc = device.bind(&br, result, true);
+        if (rc == 0) rc = call();
+        if (rc == 0) rc = device.finish();
+        return rc;
+#else
+        return -1;  // unreachable: refused above
+#endif
+    });
+}
+
+Status halide_call(const std::string &what, const std::function<int(void *user_context)> &f) {
+    install_handlers_once();
+    CallContext ctx;
+    const int rc = f(&ctx);
+    if (rc == 0) return Status::ok();
+    return Status::internal(what + " failed (Halide error " + std::to_string(rc) +
+                            "): " + (ctx.error.empty() ? "no message" : ctx.error));
 }
 
 void set_num_threads(int threads) { halide_set_num_threads(threads); }

@@ -2,6 +2,7 @@
 // Status, never abort()), halide_buffer_t construction, and which multitarget path ran.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "canonical_view.h"
@@ -12,6 +13,10 @@ namespace convgrad {
 // Runs an AOT kernel on canonical views. Errors come back with Halide's message.
 Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a, const CanonicalView &b,
                   const CanonicalView &result);
+
+// Runs f with a fresh per-call Halide user_context: a non-zero return becomes an internal
+// error naming `what`, with the messages Halide reported during the call.
+Status halide_call(const std::string &what, const std::function<int(void *user_context)> &f);
 
 // The multitarget path Halide selected on the last kernel call ("avx512_skylake", "avx2",
 // "sse41", "baseline"), "" before any call.

@@ -24,6 +24,12 @@ struct LayoutRequirement {
                                  // dx is passed through its 7-D x-phase view (canonical.h)
 };
 
+// Where a call runs: the device, and for CUDA the device's compute capability.
+struct Placement {
+    Device device = Device::kCpu;
+    int cuda_capability = 0;  // major * 10 + minor
+};
+
 struct KernelEntry {
     const char *name;
     const char *layout;  // "nxg_s2", "nxc_s2", "nxg", "ncg", "nxc", "ncx", "any"
@@ -31,16 +37,20 @@ struct KernelEntry {
     DType dtype;
     LayoutRequirement needs;
     KernelFn fn;
+    Device device = Device::kCpu;  // kCpu, kCuda or kOpenCL
+    int capability = 0;            // CUDA: the PTX's compute capability (major * 10 + minor)
 
-    // The predicate: same direction and dtype, and every activation view contiguous where
-    // this kernel vectorises (filters are never constrained: kernels pack them).
-    bool accepts(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1) const;
+    // The predicate: same direction, dtype and device (CUDA: PTX no newer than the GPU), and
+    // every activation view contiguous where this kernel vectorises (filters are never
+    // constrained: kernels pack them).
+    bool accepts(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1,
+                 const Placement &where) const;
 };
 
 const std::vector<KernelEntry> &kernel_table();
 
 // First accepting entry, or nullptr.
 const KernelEntry *select_entry(Direction d, const ConvProblem &p, const CanonicalView &act0,
-                                const CanonicalView &act1);
+                                const CanonicalView &act1, const Placement &where);
 
 }  // namespace convgrad

@@ -2,7 +2,7 @@
 // per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, nxc_s2), the
 // depthwise kernels (one channel per group: nxg with groups contiguous, ncg with rows
 // contiguous), the channel-contiguous (nxc) one, the row-contiguous (ncx) one, then the
-// stride-agnostic (any) one.
+// stride-agnostic (any) one; then the GPU kernels.
 // The first entry that accepts a problem runs.
 #include "kernel_registry.h"
 
@@ -30,6 +30,8 @@ constexpr LayoutRequirement layout_ncg = {kX, true};
 constexpr LayoutRequirement layout_nxc = {kC, false};
 constexpr LayoutRequirement layout_ncx = {kX, false};
 constexpr LayoutRequirement layout_any = {kNone, false};
+constexpr Device device_cuda = Device::kCuda;
+constexpr Device device_opencl = Device::kOpenCL;
 
 }  // namespace
 
@@ -38,15 +40,21 @@ const std::vector<KernelEntry> &kernel_table() {
 #define CONVGRAD_KERNEL(direction, dtype, layout)                                                       \
     {#direction "_" #dtype "_" #layout, #layout, direction_##direction, dtype_##dtype, layout_##layout, \
      convgrad_##direction##_##dtype##_##layout},
+// GPU kernels (CUDA per capability, highest first; OpenCL): stride- and layout-agnostic.
+#define CONVGRAD_GPU_KERNEL(direction, dtype, variant, api, capability)                               \
+    {#direction "_" #dtype "_" #variant, "any", direction_##direction, dtype_##dtype, layout_any, \
+     convgrad_##direction##_##dtype##_##variant, device_##api, capability},
 #include "kernel_list.inc"
 #undef CONVGRAD_KERNEL
+#undef CONVGRAD_GPU_KERNEL
     };
     return table;
 }
 
 bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView &act0,
-                          const CanonicalView &act1) const {
-    if (d != direction || p.dtype != dtype) return false;
+                          const CanonicalView &act1, const Placement &where) const {
+    if (d != direction || p.dtype != dtype || device != where.device) return false;
+    if (device == Device::kCuda && capability > where.cuda_capability) return false;
     // Depthwise kernels are built for one channel per group (they assert it).
     if (needs.one_channel_per_group && (act0.extent[kC] != 1 || act1.extent[kC] != 1)) return false;
     // x-phase kernels: the data gradient with stride 2 along x (the problem's innermost
@@ -59,9 +67,9 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
 }
 
 const KernelEntry *select_entry(Direction d, const ConvProblem &p, const CanonicalView &act0,
-                                const CanonicalView &act1) {
+                                const CanonicalView &act1, const Placement &where) {
     for (const KernelEntry &e : kernel_table()) {
-        if (e.accepts(d, p, act0, act1)) return &e;
+        if (e.accepts(d, p, act0, act1, where)) return &e;
     }
     return nullptr;
 }

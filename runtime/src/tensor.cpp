@@ -25,6 +25,26 @@ bool parse_dtype(const std::string &name, DType *out) {
     return false;
 }
 
+const char *device_name(Device d) {
+    switch (d) {
+    case Device::kCpu: return "cpu";
+    case Device::kCuda: return "cuda";
+    case Device::kOpenCL: return "opencl";
+    case Device::kAuto: return "auto";
+    }
+    return "?";
+}
+
+bool parse_device(const std::string &name, Device *out) {
+    for (Device d : {Device::kCpu, Device::kCuda, Device::kOpenCL, Device::kAuto}) {
+        if (name == device_name(d)) {
+            *out = d;
+            return true;
+        }
+    }
+    return false;
+}
+
 int dtype_size(DType t) {
     switch (t) {
     case DType::kFloat16:

@@ -9,16 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "device_memory.h"
 #include "problem.h"
 #include "status.h"
 #include "tensor.h"
 
 namespace convgrad {
 
-enum class Device { kCpu, kCuda, kOpenCL };
 enum class Backend { kAuto, kAot, kJit };
 
 struct RunOptions {
+    // Where the call runs (convgrad/tensor.h). A GPU call takes tensors in host memory
+    // (copied to the device and the result back, per call) or on that device (no copies);
+    // the CPU takes host tensors only. Without a usable driver or device, a GPU call returns
+    // kUnsupported and kAuto runs on the CPU.
     Device device = Device::kCpu;
     Backend backend = Backend::kAuto;
 };
@@ -34,7 +38,7 @@ Status backward_weights(const ConvProblem &p, const Tensor &x, const Tensor &dy,
 // The name of the kernel backward_data/backward_weights would run for these tensors.
 enum class Direction { kBackwardData, kBackwardWeights };
 Result<std::string> select_kernel(Direction direction, const ConvProblem &p, const Tensor &a,
-                                  const Tensor &b, const Tensor &result);
+                                  const Tensor &b, const Tensor &result, const RunOptions &options = {});
 
 // Threads the CPU kernels use (Halide's thread pool; default: HL_NUM_THREADS or all cores).
 void set_num_threads(int threads);
@@ -44,9 +48,20 @@ struct KernelInfo {
     std::string name;       // e.g. "bwd_data_f32_nxc"
     Direction direction;
     DType dtype;
-    std::string layout;     // "nxc", "ncx" or "any"
+    std::string layout;     // "nxc", "ncx", ... or "any"
+    Device device;          // kCpu, kCuda or kOpenCL
 };
 std::vector<KernelInfo> registered_kernels();   // in dispatch order
+
+struct DeviceInfo {
+    Device api;             // kCpu, kCuda or kOpenCL
+    int index;              // the driver's device number
+    std::string name;       // e.g. "NVIDIA H100 80GB HBM3", "pthread-skylake-avx512-..."
+    std::string detail;     // CUDA: "sm_90"; OpenCL: "gpu, fp64, no fp16"; CPU: its ISA path
+    int capability;         // CUDA compute capability (major * 10 + minor), else 0
+};
+std::vector<DeviceInfo> devices();              // the CPU, then what the GPU drivers report
+bool gpu_kernels_built(Device api);             // whether this build has kernels for api
 
 std::vector<std::string> host_cpu_features();   // e.g. {"sse41", "avx2", "fma", "avx512f", ...}
 std::string expected_isa_path();                // the multitarget path this CPU should take

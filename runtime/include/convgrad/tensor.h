@@ -10,6 +10,16 @@ namespace convgrad {
 
 enum class DType { kFloat16, kBFloat16, kFloat32, kFloat64, kInt32 };
 
+// Where a tensor's memory lives, and where a call runs (RunOptions::device).
+//   kCpu:    host memory; `data` is a pointer.
+//   kCuda:   CUDA device memory; `data` is the CUdeviceptr (offsets into an allocation are fine).
+//   kOpenCL: an OpenCL buffer; `data` is the cl_mem, and the tensor starts at its beginning.
+//   kAuto:   RunOptions only: the device of the device-resident tensors if any, else a CUDA
+//            GPU if there is one, else the CPU.
+enum class Device { kCpu, kCuda, kOpenCL, kAuto };
+const char *device_name(Device d);              // "cpu", "cuda", "opencl", "auto"
+bool parse_device(const std::string &name, Device *out);
+
 using Shape = std::vector<int64_t>;
 
 const char *dtype_name(DType t);                 // "float32", "bfloat16", ...
@@ -21,6 +31,7 @@ struct Tensor {
     DType dtype = DType::kFloat32;
     Shape shape;
     Shape strides;  // in elements; empty means C-contiguous (row-major) for `shape`
+    Device device = Device::kCpu;  // where `data` lives (never kAuto)
 
     Shape effective_strides() const;
     int64_t num_elements() const;
