@@ -190,6 +190,7 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
                       row.ratio() > 0 ? (std::to_string(row.ratio()).substr(0, 5) + "x").c_str() : "n/a");
         os << buf;
     }
+    if (o.device != Device::kCpu) return os.str();  // no oneDNN times to compare (bench/cudnn_bench.py does, for CUDA)
     os << "\nGeomean of oneDNN time / convgrad time (> 1: convgrad faster), against the better of oneDNN's two\n"
           "layouts (the target) and against oneDNN on the user's layout (what a caller gets without reorders):\n\n"
           "| class | BWD_D vs best | BWD_W vs best | BWD_D vs user layout | BWD_W vs user layout |\n|---|---|---|---|---|\n";

@@ -20,7 +20,7 @@ namespace {
 struct CliResult {
     int exit_code = -1;
     int signal = 0;
-    std::string stderr_text;
+    std::string stderr_text, stdout_text;
 };
 
 // A valid Conv2DBackpropInput call with its reference answer.
@@ -50,18 +50,22 @@ protected:
     CliResult run(const std::vector<std::string> &args) const {
         std::string cmd = "'" CONVGRAD_CLI "'";
         for (const auto &a : args) cmd += " '" + a + "'";
-        const std::string err = path("stderr.txt");
-        cmd += " >/dev/null 2>'" + err + "'";
+        const std::string err = path("stderr.txt"), out = path("stdout.txt");
+        cmd += " >'" + out + "' 2>'" + err + "'";
         const int status = std::system(cmd.c_str());
         CliResult r;
         // system() runs sh -c: a child killed by a signal shows as exit 128+N from the shell.
         if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
         if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
         if (r.exit_code > 128) r.signal = r.exit_code - 128;
-        std::ifstream f(err);
-        std::stringstream ss;
-        ss << f.rdbuf();
-        r.stderr_text = ss.str();
+        auto slurp = [](const std::string &file) {
+            std::ifstream f(file);
+            std::stringstream ss;
+            ss << f.rdbuf();
+            return ss.str();
+        };
+        r.stderr_text = slurp(err);
+        r.stdout_text = slurp(out);
         return r;
     }
 
@@ -116,9 +120,20 @@ TEST_F(CliTest, Conv2DBackpropInputBothLayouts) {
     }
 }
 
+// Every device with kernels and a device here: the CPU, and OpenCL on PoCL in CI.
+std::vector<std::string> run_devices() {
+    std::vector<std::string> out = {"cpu"};
+    for (const DeviceInfo &d : devices()) {
+        if (d.api != Device::kCpu && gpu_kernels_built(d.api) && d.index == 0) out.push_back(device_name(d.api));
+    }
+    return out;
+}
+
 TEST_F(CliTest, AllFourOpsWithDefaults) {
     Rng rng(22);
+    for (const std::string &device : run_devices())
     for (bool depthwise : {false, true}) {
+        SCOPED_TRACE("--device " + device);
         TfConv2D c;
         c.depthwise = depthwise;
         c.input = {2, 7, 6, 4};
@@ -130,13 +145,13 @@ TEST_F(CliTest, AllFourOpsWithDefaults) {
         const std::string prefix = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
         CliResult r = run({"run", prefix + "BackpropInput", "--input_sizes", "7,6", "--filter",
                            write_f32("w.npy", c.filter, w), "--out_backprop", write_f32("dy.npy", c.out_backprop, dy),
-                           "--padding", "SAME", "--output", path("dx.npy")});
+                           "--padding", "SAME", "--device", device, "--output", path("dx.npy")});
         ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
         EXPECT_LE(relative_error(read_result(path("dx.npy"), c.input), backprop_input(c, w, dy)), 1e-5);
         const std::string fs = std::to_string(c.filter[0]) + ",3," + std::to_string(c.filter[2]) + "," +
                                std::to_string(c.filter[3]);
         r = run({"run", prefix + "BackpropFilter", "--input", write_f32("x.npy", c.input, x), "--filter_sizes", fs,
-                 "--out_backprop", path("dy.npy"), "--padding", "SAME", "--output", path("dw.npy")});
+                 "--out_backprop", path("dy.npy"), "--padding", "SAME", "--device", device, "--output", path("dw.npy")});
         ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
         EXPECT_LE(relative_error(read_result(path("dw.npy"), c.filter), backprop_filter(c, x, dy)), 1e-5);
     }
@@ -400,6 +415,14 @@ TEST_F(CliTest, BenchSmoke) {
     for (const char *field : {"\"convgrad_ms\"", "\"onednn_user_ms\"", "\"onednn_own_ms\"", "\"peak_gflops\"",
                               "\"ratio_best_onednn_over_convgrad\"", "\"geomean_vs_best_onednn\""}) {
         EXPECT_NE(j.find(field), std::string::npos) << field;
+    }
+    // GPU runs time convgrad alone (tensors in device memory), with the same fields.
+    if (run_devices().size() > 1) {
+        const std::string gpu = run_devices()[1];
+        CliResult g = run({"bench", "--batch", path("tiny.conv"), "--min-time", "0", "--device", gpu});
+        EXPECT_EQ(g.exit_code, 0) << g.stderr_text;
+        EXPECT_NE(g.stdout_text.find("convgrad on " + gpu), std::string::npos) << g.stdout_text;
+        EXPECT_NE(g.stdout_text.find("| tiny | grouped | BWD_W |"), std::string::npos) << g.stdout_text;
     }
     CliResult r = run({"bench", "--batch", path("missing.conv")});
     EXPECT_EQ(r.exit_code, 2);

@@ -21,7 +21,8 @@ constexpr Feature kFeatures[] = {
     {"avx512bw", 7, 1, 30}, {"avx512vl", 7, 1, 31},
 };
 
-bool has(const std::vector<std::string> &features, std::initializer_list<const char *> names) {
+// Unused on AArch64, whose path does not depend on CPU features.
+[[maybe_unused]] bool has(const std::vector<std::string> &features, std::initializer_list<const char *> names) {
     for (const char *n : names) {
         bool found = false;
         for (const auto &f : features) found = found || f == n;
