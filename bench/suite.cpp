@@ -31,10 +31,12 @@ double median_ms(const std::function<void()> &f, double min_time_s, int min_reps
     return t[t.size() / 2];
 }
 
-Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvProblem &p, Direction d, Device device) {
+Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvProblem &p, Direction d, Device device,
+                                                                   Backend backend) {
     auto g = std::make_shared<ConvgradGradient>();
     g->p_ = p, g->d_ = d;
     g->options_.device = device;
+    g->options_.backend = backend;
     const bool data = d == Direction::kBackwardData;
     const Shape sa = data ? output_shape(p) : input_shape(p), sb = data ? filter_shape(p) : output_shape(p),
                 so = data ? input_shape(p) : filter_shape(p);
@@ -71,8 +73,12 @@ Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvPro
     }
     auto k = select_kernel(d, p, g->ta_, g->tb_, g->tout_, g->options_);
     if (!k.is_ok()) return k.status;
-    g->kernel_ = k.value;
     return g;
+}
+
+std::string ConvgradGradient::kernel() const {
+    auto k = select_kernel(d_, p_, ta_, tb_, tout_, options_);
+    return k.is_ok() ? k.value : "?";
 }
 
 Status ConvgradGradient::execute() {
@@ -89,6 +95,18 @@ double Row::best_onednn_ms() const {
 }
 
 double Row::ratio() const { return best_onednn_ms() > 0 ? best_onednn_ms() / convgrad_ms : 0; }
+
+// The same gradient scheduled by a Halide autoscheduler (JIT-compiled for the problem). An
+// autoscheduler that fails on a problem is a result of the experiment, not an error.
+static void time_autoscheduled(const ConvProblem &p, Direction d, const SuiteOptions &o, Row &row) {
+    auto g = ConvgradGradient::create(p, d, Device::kCpu, Backend::kJit);
+    Status s = g.is_ok() ? g.value->execute() : g.status;  // compiles
+    if (!s) {
+        row.autoscheduled_error = s.message();
+        return;
+    }
+    row.autoscheduled_ms = median_ms([&] { g.value->execute(); }, o.min_time_s);
+}
 
 Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(const std::string &)> &progress) {
     auto problems = parse_batch(o.batch);
@@ -113,12 +131,17 @@ Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(co
             row.name = b.name, row.problem_class = b.problem_class(), row.line = b.line, row.flops = b.flops();
             row.problem = p;
             row.direction = d == Direction::kBackwardData ? "BWD_D" : "BWD_W";
-            auto cg = ConvgradGradient::create(p, d, o.device);
+            auto cg = ConvgradGradient::create(p, d, o.device, o.backend);
             if (!cg.is_ok()) return Status(cg.status.code(), b.name + ": " + cg.status.message());
-            row.kernel = cg.value->kernel();
             Status failure;
+            const auto t0 = std::chrono::steady_clock::now();
+            failure = cg.value->execute();
+            row.first_call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            if (!failure) return Status(failure.code(), b.name + ": " + failure.message());
+            row.kernel = cg.value->kernel();
             row.convgrad_ms = median_ms([&] { if (Status s = cg.value->execute(); !s) failure = s; }, o.min_time_s);
             if (!failure) return Status(failure.code(), b.name + ": " + failure.message());
+            if (!o.autoscheduler.empty()) time_autoscheduled(p, d, o, row);
             for (bool own : {false, true}) {
                 if (!cpu) break;  // oneDNN runs on the CPU: no comparison for GPU runs
                 auto dnn = OneDnnGradient::create(p, d, own);
@@ -127,8 +150,13 @@ Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(co
                 (own ? row.onednn_own_ms : row.onednn_user_ms) = median_ms([&] { dnn.value->execute(); }, o.min_time_s);
             }
             char line[256];
-            std::snprintf(line, sizeof line, "%-16s %s convgrad %8.3f ms  oneDNN user %8.3f / own %8.3f ms", b.name.c_str(),
-                          row.direction.c_str(), row.convgrad_ms, row.onednn_user_ms, row.onednn_own_ms);
+            std::string extra;
+            if (!o.autoscheduler.empty()) {
+                extra = "  " + o.autoscheduler + " " +
+                        (row.autoscheduled_ms > 0 ? std::to_string(row.autoscheduled_ms) + " ms" : "failed");
+            }
+            std::snprintf(line, sizeof line, "%-16s %s convgrad %8.3f ms  oneDNN user %8.3f / own %8.3f ms%s", b.name.c_str(),
+                          row.direction.c_str(), row.convgrad_ms, row.onednn_user_ms, row.onednn_own_ms, extra.c_str());
             progress(line);
             result.rows.push_back(row);
         }
@@ -172,9 +200,9 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
     std::ostringstream os;
     char buf[512];
     if (o.device == Device::kCpu) {
-        std::snprintf(buf, sizeof buf, "convgrad vs oneDNN %s, %s, %s, %d threads; peak %.0f GFLOP/s (%s, measured)\n\n",
-                      dnnl_version_string().c_str(), dtype_name(o.dtype), o.nchw ? "NCHW/OIHW" : "NHWC/HWIO", o.threads,
-                      r.peak_gflops, r.peak_isa.c_str());
+        std::snprintf(buf, sizeof buf, "convgrad (%s) vs oneDNN %s, %s, %s, %d threads; peak %.0f GFLOP/s (%s, measured)\n\n",
+                      o.backend == Backend::kJit ? "JIT" : "AOT", dnnl_version_string().c_str(), dtype_name(o.dtype),
+                      o.nchw ? "NCHW/OIHW" : "NHWC/HWIO", o.threads, r.peak_gflops, r.peak_isa.c_str());
     } else {
         std::snprintf(buf, sizeof buf, "convgrad on %s, %s, %s; tensors in device memory (oneDNN: CPU only, not run)\n\n",
                       device_name(o.device), dtype_name(o.dtype), o.nchw ? "NCHW/OIHW" : "NHWC/HWIO");
@@ -188,6 +216,31 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
                       row.problem_class.c_str(), row.direction.c_str(), row.convgrad_ms, gflops,
                       r.peak_gflops > 0 ? 100 * gflops / r.peak_gflops : 0.0, ms(row.onednn_user_ms).c_str(), ms(row.onednn_own_ms).c_str(),
                       row.ratio() > 0 ? (std::to_string(row.ratio()).substr(0, 5) + "x").c_str() : "n/a");
+        os << buf;
+    }
+    if (!o.autoscheduler.empty()) {
+        os << "\n" << o.autoscheduler << " (Halide 14's autoscheduler, JIT-compiled for each problem) beside convgrad's "
+           << "schedules and oneDNN:\n\n| problem | dir | convgrad ms | " << o.autoscheduler
+           << " ms | best oneDNN ms | " << o.autoscheduler << " / convgrad |\n|---|---|---|---|---|---|\n";
+        for (const Row &row : r.rows) {
+            const bool ok = row.autoscheduled_ms > 0;
+            std::snprintf(buf, sizeof buf, "| %s | %s | %.3f | %s | %s | %s |\n", row.name.c_str(), row.direction.c_str(),
+                          row.convgrad_ms, ok ? ms(row.autoscheduled_ms).c_str() : "failed",
+                          ms(row.best_onednn_ms()).c_str(),
+                          ok ? (std::to_string(row.autoscheduled_ms / row.convgrad_ms).substr(0, 5) + "x").c_str() : "-");
+            os << buf;
+        }
+        for (const Row &row : r.rows) {
+            if (!row.autoscheduled_error.empty()) {
+                os << "\n" << row.name << " " << row.direction << ": " << row.autoscheduled_error.substr(0, 300) << "\n";
+            }
+        }
+    }
+    if (o.backend == Backend::kJit) {
+        double total = 0;
+        for (const Row &row : r.rows) total += row.first_call_ms;
+        std::snprintf(buf, sizeof buf, "\nJIT first calls (compile, or load from the disk cache): %.0f ms in all, %.0f ms per kernel\n",
+                      total, r.rows.empty() ? 0.0 : total / r.rows.size());
         os << buf;
     }
     if (o.device != Device::kCpu) return os.str();  // no oneDNN times to compare (bench/cudnn_bench.py does, for CUDA)
@@ -229,6 +282,8 @@ std::string format_json(const SuiteOptions &o, const SuiteResult &r) {
     j["layout"] = o.nchw ? "nchw" : "nhwc";
     j["threads"] = o.threads;
     j["device"] = device_name(o.device);
+    j["backend"] = o.backend == Backend::kJit ? "jit" : "aot";
+    if (!o.autoscheduler.empty()) j["autoscheduler"] = o.autoscheduler;
     j["peak_gflops"] = r.peak_gflops;
     j["peak_isa"] = r.peak_isa;
     j["onednn_version"] = dnnl_version_string();
@@ -241,6 +296,8 @@ std::string format_json(const SuiteOptions &o, const SuiteResult &r) {
                                 {"problem", problem_json(row.problem)},
                                 {"convgrad_kernel", row.kernel},
                                 {"convgrad_ms", row.convgrad_ms},
+                                {"convgrad_first_call_ms", row.first_call_ms},
+                                {"autoscheduled_ms", row.autoscheduled_ms > 0 ? nlohmann::json(row.autoscheduled_ms) : nullptr},
                                 {"gflops", gflops},
                                 {"pct_peak", r.peak_gflops > 0 ? nlohmann::json(100 * gflops / r.peak_gflops) : nullptr},
                                 {"onednn_user_ms", row.onednn_user_ms > 0 ? nlohmann::json(row.onednn_user_ms) : nullptr},

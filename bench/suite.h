@@ -22,9 +22,10 @@ public:
     // On a GPU (`device` cuda or opencl) the tensors live in its memory, uploaded once: a
     // call times the kernels (and their completion), not host-device copies.
     static Result<std::shared_ptr<ConvgradGradient>> create(const ConvProblem &p, Direction d,
-                                                            Device device = Device::kCpu);
+                                                            Device device = Device::kCpu,
+                                                            Backend backend = Backend::kAot);
     Status execute();
-    const std::string &kernel() const { return kernel_; }
+    std::string kernel() const;  // what runs now (with the JIT: "jit:..." once compiled)
 
 private:
     ConvProblem p_;
@@ -33,7 +34,6 @@ private:
     std::vector<unsigned char> a_, b_, out_;
     std::unique_ptr<DeviceMemory> device_[3];
     Tensor ta_, tb_, tout_;
-    std::string kernel_;
 };
 
 struct SuiteOptions {
@@ -42,6 +42,10 @@ struct SuiteOptions {
     bool nchw = false;
     DType dtype = DType::kFloat32;
     Device device = Device::kCpu;  // GPU: convgrad only (compare with cuDNN: bench/cudnn_bench.py)
+    Backend backend = Backend::kAot;  // kJit: kernels compiled for each problem (first call, untimed)
+    // `convgrad autoschedule`: also time each problem's pipeline scheduled by this Halide
+    // autoscheduler (compiled through the JIT, which the caller enabled with it).
+    std::string autoscheduler;
     double min_time_s = 0.3;
     int threads = 2;
 };
@@ -51,6 +55,9 @@ struct Row {
     ConvProblem problem;
     double flops = 0;
     double convgrad_ms = 0;
+    double first_call_ms = 0;  // convgrad's first call: with the JIT, its compile (or cache load)
+    double autoscheduled_ms = 0;      // 0: not run, or failed (autoscheduled_error)
+    std::string autoscheduled_error;
     double onednn_user_ms = 0, onednn_own_ms = 0;  // 0: oneDNN has no implementation
     std::string onednn_user_impl, onednn_own_impl;
     double best_onednn_ms() const;

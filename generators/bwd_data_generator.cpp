@@ -93,12 +93,18 @@ public:
         constrain_activation_strides(dy, lay);
         constrain_activation_strides(dx, lay, dx.dimensions());
         constrain_filter_strides(w, lay);
+        const FixedProblem fixed = fixed_problem();
+        fixed.apply(dy, "dy");
+        fixed.apply(w, "w");
+        fixed.apply(dx, "dx");
 
         s.unit_stride = unit_stride();
         s.c_extent = dx.dim(kC).extent();
         s.x_extent = dx.dim(kX).extent();  // q's extent in the x-phase variant
         s.g_extent = dx.dim(dx.dimensions() - 2).extent();
-        if (get_target().has_gpu_feature()) {
+        if (autoscheduled()) {
+            // Halide's autoscheduler schedules the pipeline (JIT experiments)
+        } else if (get_target().has_gpu_feature()) {
             schedule_bwd_data_gpu(s, get_target(), lay);
         } else {
             schedule_bwd_data_cpu(s, get_target(), lay);

@@ -66,6 +66,10 @@ public:
         constrain_activation_strides(x, lay);
         constrain_activation_strides(dy, lay);
         constrain_filter_strides(dw, lay);
+        const FixedProblem fixed = fixed_problem();
+        fixed.apply(x, "x");
+        fixed.apply(dy, "dy");
+        fixed.apply(dw, "dw");
 
         s.unit_stride = unit_stride();
         s.co_extent = dw.dim(kCo).extent();
@@ -74,7 +78,9 @@ public:
         s.kx_extent = dw.dim(kKx).extent();
         s.ky_extent = dw.dim(kKy).extent();
         s.kz_extent = dw.dim(kKz).extent();
-        if (get_target().has_gpu_feature()) {
+        if (autoscheduled()) {
+            // Halide's autoscheduler schedules the pipeline (JIT experiments)
+        } else if (get_target().has_gpu_feature()) {
             schedule_bwd_weights_gpu(s, get_target(), lay);
         } else {
             schedule_bwd_weights_cpu(s, get_target(), lay);

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "Halide.h"
 #include "canonical.h"
@@ -86,6 +89,54 @@ inline int vector_registers(const Target &t) {
     return t.has_feature(Target::AVX512) || (t.arch == Target::ARM && t.bits == 64) ? 32 : 16;
 }
 
+// A problem fixed at compile time (the JIT, runtime/jit/): the generator param `fixed`, as
+// `key:v,v,...` items separated by `/` (the generator command line splits on '=' and ' '):
+//   stride:sx,sy,sz  dilation:dx,dy,dz  pad:px,py,pz      (canonical axis order x, y, z)
+//   <buffer>.extent:e0,e1,...  <buffer>.stride:s0,s1,...  (Halide dims, e.g. dy.extent:...)
+// Kernels built with it compute the same function as the AOT ones on exactly that problem:
+// the runtime parameters become constants, and the buffers' shapes and strides are asserted.
+struct FixedProblem {
+    bool active = false;
+    std::map<std::string, std::vector<int64_t>> values;
+
+    static FixedProblem parse(const std::string &text) {
+        FixedProblem f;
+        f.active = !text.empty();
+        std::stringstream items(text);
+        std::string item;
+        while (std::getline(items, item, '/')) {
+            const size_t eq = item.find(':');
+            if (eq == std::string::npos) throw std::invalid_argument("convgrad: fixed: '" + item + "' has no ':'");
+            std::vector<int64_t> v;
+            std::stringstream nums(item.substr(eq + 1));
+            std::string n;
+            while (std::getline(nums, n, ',')) v.push_back(std::stoll(n));
+            f.values[item.substr(0, eq)] = v;
+        }
+        return f;
+    }
+    const std::vector<int64_t> &get(const std::string &key, size_t count) const {
+        auto it = values.find(key);
+        if (it == values.end() || it->second.size() != count) {
+            throw std::invalid_argument("convgrad: fixed: needs " + key + " with " + std::to_string(count) + " values");
+        }
+        return it->second;
+    }
+    // Every dimension's extent and stride of `b` (named `name`) become constants, and the
+    // extents are also its estimates (for Halide's autoschedulers).
+    template<typename BufferLike>
+    void apply(BufferLike &b, const std::string &name) const {
+        if (!active) return;
+        const int dims = b.dimensions();
+        const auto &e = get(name + ".extent", dims), &st = get(name + ".stride", dims);
+        for (int d = 0; d < dims; d++) {
+            b.dim(d).set_bounds(0, static_cast<int>(e[d]));
+            b.dim(d).set_stride(static_cast<int>(st[d]));
+            b.dim(d).set_estimate(0, static_cast<int>(e[d]));
+        }
+    }
+};
+
 // Per spatial axis (x, y, z) runtime parameters: stride, dilation and padding before.
 // The padding after is implied by the buffer extents, so kernels never need it.
 struct AxisParams {
@@ -100,6 +151,7 @@ class ConvGradGenerator : public Generator<T> {
 public:
     GeneratorParam<std::string> dtype{"dtype", "float32"};
     GeneratorParam<std::string> layout{"layout", "nxc"};
+    GeneratorParam<std::string> fixed{"fixed", ""};  // JIT: the exact problem (FixedProblem)
 
     // Validated by the runtime (>= 1); kernels only see canonical, checked values.
     GeneratorInput<int32_t> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, stride_z{"stride_z", 1};
@@ -135,12 +187,47 @@ protected:
     }
     Layout variant_layout() const { return parse_layout(layout); }
 
-    // Axes in canonical order x, y, z.
+    FixedProblem fixed_problem() const { return FixedProblem::parse(fixed); }
+
+    // Halide's autoschedulers (generator param auto_schedule=true, -s NAME -p PLUGIN) replace
+    // the hand schedules. They need estimates of every input: only fixed problems have them,
+    // and such a pipeline is only valid near its estimates anyway (shared/docs/halide14.md).
+    bool autoscheduled() {
+        if (!this->get_auto_schedule()) return false;
+        const FixedProblem f = fixed_problem();
+        if (!f.active) throw std::invalid_argument("convgrad: auto_schedule needs a fixed problem (generator param fixed)");
+        const auto &s = f.get("stride", 3), &d = f.get("dilation", 3), &p = f.get("pad", 3);
+        GeneratorInput<int32_t> *params[3][3] = {{&stride_x, &stride_y, &stride_z},
+                                                 {&dilation_x, &dilation_y, &dilation_z},
+                                                 {&pad_x, &pad_y, &pad_z}};
+        for (int a = 0; a < 3; a++) {
+            params[0][a]->set_estimate(static_cast<int>(s[a]));
+            params[1][a]->set_estimate(static_cast<int>(d[a]));
+            params[2][a]->set_estimate(static_cast<int>(p[a]));
+        }
+        return true;
+    }
+
+    // Axes in canonical order x, y, z: the runtime parameters, or a fixed problem's constants
+    // (the scalar inputs then stay in the signature, unused, so JIT and AOT kernels are
+    // called alike).
     std::array<AxisParams, 3> axes() const {
+        const FixedProblem f = fixed_problem();
+        if (f.active) {
+            const auto &s = f.get("stride", 3), &d = f.get("dilation", 3), &p = f.get("pad", 3);
+            std::array<AxisParams, 3> a;
+            for (int i = 0; i < 3; i++) {
+                a[i] = {Expr(static_cast<int>(s[i])), Expr(static_cast<int>(d[i])), Expr(static_cast<int>(p[i]))};
+            }
+            return a;
+        }
         return {AxisParams{stride_x, dilation_x, pad_x}, AxisParams{stride_y, dilation_y, pad_y},
                 AxisParams{stride_z, dilation_z, pad_z}};
     }
-    Expr unit_stride() const { return stride_x == 1 && stride_y == 1 && stride_z == 1; }
+    Expr unit_stride() const {
+        const auto a = axes();
+        return a[0].stride == 1 && a[1].stride == 1 && a[2].stride == 1;
+    }
 };
 
 }  // namespace convgrad::gen

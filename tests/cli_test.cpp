@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -196,7 +197,7 @@ TEST_F(CliTest, BadInputIsRejectedCleanly) {
         {"device", {"--device", "tpu"}, 2, "--device"},
         {"backend", {"--backend", "fast"}, 2, "--backend"},
         {"cuda without a device", {"--device", "cuda"}, 3, "device cuda"},
-        {"jit not built", {"--backend", "jit"}, 3, "backend: jit"},
+        {"jit on a GPU", {"--backend", "jit", "--device", "opencl"}, 3, "backend: jit compiles CPU kernels only"},
         {"huge stride", {"--strides", "1,99999999999,1,1"}, 2, "out_backprop"},
     };
     for (const BadCall &b : bad) {
@@ -400,6 +401,30 @@ TEST_F(CliTest, EveryDtypeEndToEnd) {
 }
 
 // convgrad bench on one small problem: a table, JSON with every field, clean errors.
+// --backend jit compiles a kernel for the call's exact problem into the disk cache; the next
+// run loads it (same result); auto (which takes it when cached) agrees.
+TEST_F(CliTest, JitBackend) {
+    Rng rng(24);
+    InputCase k = conv2d_input_case(false, rng);
+    setenv("CONVGRAD_CACHE_DIR", path("cache").c_str(), 1);
+    std::vector<double> results[3];
+    const char *backends[3] = {"jit", "jit", "auto"};
+    for (int i = 0; i < 3; i++) {
+        std::vector<std::string> args = k.args;
+        args.insert(args.end(), {"--backend", backends[i], "--output", path("dx.npy")});
+        CliResult r = run(args);
+        ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+        results[i] = read_result(path("dx.npy"), k.conv.input);
+        EXPECT_LE(relative_error(results[i], backprop_input(k.conv, k.w, k.dy)), 1e-5);
+    }
+    unsetenv("CONVGRAD_CACHE_DIR");
+    EXPECT_EQ(results[1], results[0]);
+    EXPECT_EQ(results[2], results[0]);
+    int entries = 0;
+    for (const auto &e : std::filesystem::directory_iterator(path("cache"))) entries += e.path().extension() == ".so";
+    EXPECT_EQ(entries, 1);
+}
+
 TEST_F(CliTest, BenchSmoke) {
     std::ofstream(path("tiny.conv")) << "# one small problem\ng2mb2ic8ih9iw9oc8oh9ow9kh3kw3ph1pw1n\"tiny\"\n";
     const std::string out = path("bench.txt");

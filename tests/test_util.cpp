@@ -220,6 +220,7 @@ RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<doubl
     out.poison();
     RunOptions options;
     options.device = on.device;
+    options.backend = on.backend;
     RunResult r;
     auto k = select_kernel(d, p, a.tensor, b.tensor, out.tensor, options);
     r.kernel = k.is_ok() ? k.value : "";

@@ -47,6 +47,7 @@ std::string describe(const TfConv2D &c);
 struct TestDevice {
     Device device = Device::kCpu;
     bool device_memory = false;
+    Backend backend = Backend::kAuto;  // kJit: compile for the problem (tests/jit_test.cpp)
 };
 
 // Runs a resolved problem on tensors holding `first` and `second` in the problem's own

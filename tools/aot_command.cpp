@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "convgrad/jit.h"
 
 namespace convgrad::cli {
 namespace {
@@ -62,16 +63,8 @@ fs::path self_dir() {
     return ec ? fs::path(".") : exe.parent_path();
 }
 
-// The generator executable and the API sources: from the build tree this CLI was built in,
-// else installed beside it (bin/convgrad_generators, share/convgrad/).
-fs::path find_generator(const std::string &given) {
-    if (!given.empty()) return given;
-    if (const char *env = std::getenv("CONVGRAD_GENERATOR")) return env;
-    const fs::path installed = self_dir() / "convgrad_generators";
-    if (fs::exists(installed)) return installed;
-    return CONVGRAD_GENERATOR_PATH;
-}
-
+// The API sources: installed beside the CLI (share/convgrad/), else the source tree this
+// CLI was built from. (The generator executable: jit::generator_executable.)
 fs::path find_sources() {
     const fs::path installed = self_dir().parent_path() / "share" / "convgrad";
     if (fs::exists(installed / "runtime" / "src")) return installed;
@@ -217,7 +210,7 @@ int aot_command(int argc, char **argv) {
     const fs::path dir = out;
     std::error_code ec;
     if (fs::exists(dir) && !fs::is_empty(dir, ec)) return report_invalid("aot: --output: '" + out + "' exists and is not empty");
-    const fs::path gen = find_generator(generator), sources = find_sources();
+    const fs::path gen = jit::generator_executable(generator), sources = find_sources();
     if (!fs::exists(gen)) return report(Status::unsupported("aot: the generator executable was not found at '" + gen.string() + "' (use --generator)"));
     for (const char *sub : {"runtime/include", "runtime/src", "generators", "kernels", "cmake"}) {
         fs::create_directories(dir / sub, ec);

@@ -1,5 +1,7 @@
 // convgrad bench --batch FILE [--dir BWD_D|BWD_W|both] [--layout nhwc|nchw] [--dtype f32|...]
-//                [--device cpu|cuda|opencl] [--json PATH] [--min-time S] [--threads N]
+//                [--device cpu|cuda|opencl] [--backend aot|jit] [--json PATH] [--min-time S] [--threads N]
+// convgrad autoschedule --autoscheduler Mullapudi2016|Adams2019|Li2018 [--beam N] [--print-schedule DIR]
+//                [the bench options]: the same, plus each problem scheduled by a Halide autoscheduler
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +10,7 @@
 #include <fstream>
 
 #include "commands.h"
+#include "convgrad/jit.h"
 #include "suite.h"
 
 namespace convgrad::cli {
@@ -25,24 +28,35 @@ Result<DType> parse_bench_dtype(const std::string &s) {
 
 }  // namespace
 
-int bench_command(int argc, char **argv) {
+// `autoschedule`: bench plus, per problem, the pipeline scheduled by a Halide autoscheduler.
+int bench_or_autoschedule(int argc, char **argv, bool autoschedule) {
     // libgomp (oneDNN's threads) reads its wait policy before main(): spinning OpenMP threads
     // would steal the cores from convgrad's measurements. Re-run once with a passive policy.
     if (!std::getenv("OMP_WAIT_POLICY")) {
         setenv("OMP_WAIT_POLICY", "passive", 1);
-        std::vector<char *> args{const_cast<char *>("convgrad"), const_cast<char *>("bench")};
+        std::vector<char *> args{const_cast<char *>("convgrad"),
+                                 const_cast<char *>(autoschedule ? "autoschedule" : "bench")};
         for (int i = 0; i < argc; i++) args.push_back(argv[i]);
         args.push_back(nullptr);
         execv("/proc/self/exe", args.data());  // only returns on failure: then measure as we are
     }
-    CLI::App app{"convgrad bench: convgrad vs oneDNN on a batch of benchdnn problems", "bench"};
+    CLI::App app{autoschedule ? "convgrad autoschedule: Halide's autoschedulers beside convgrad's schedules and oneDNN"
+                              : "convgrad bench: convgrad vs oneDNN on a batch of benchdnn problems",
+                 autoschedule ? "autoschedule" : "bench"};
     bench::SuiteOptions o;
-    std::string dir = "both", layout = "nhwc", dtype = "f32", device = "cpu", json;
+    std::string dir = "both", layout = "nhwc", dtype = "f32", device = "cpu", backend = "aot", json, schedules;
+    int beam = 1;
+    if (autoschedule) {
+        app.add_option("--autoscheduler", o.autoscheduler, "Mullapudi2016, Adams2019 or Li2018")->required();
+        app.add_option("--beam", beam, "Adams2019's beam size (HL_BEAM_SIZE; default 1: its default beam exhausts memory)");
+        app.add_option("--print-schedule", schedules, "write each generated schedule (.schedule.h) into this directory");
+    }
     app.add_option("--batch", o.batch, "problems, one benchdnn descriptor per line")->required();
     app.add_option("--dir", dir, "BWD_D, BWD_W or both (default)");
     app.add_option("--layout", layout, "nhwc (default, HWIO weights) or nchw (OIHW weights)");
     app.add_option("--dtype", dtype, "f32 (default), f64, f16, bf16, i32");
     app.add_option("--device", device, "cpu (default, against oneDNN), cuda or opencl (convgrad alone)");
+    app.add_option("--backend", backend, "aot (default) or jit (kernels compiled for each problem; the compile is the untimed first call)");
     app.add_option("--json", json, "also write the results as JSON");
     app.add_option("--min-time", o.min_time_s, "seconds per measurement (default 0.3)");
     app.add_option("--threads", o.threads, "threads for both libraries (default 2)");
@@ -51,7 +65,7 @@ int bench_command(int argc, char **argv) {
     } catch (const CLI::CallForHelp &e) {
         return app.exit(e);
     } catch (const CLI::ParseError &e) {
-        return report_invalid(std::string("bench: ") + e.what());
+        return report_invalid(std::string(autoschedule ? "autoschedule: " : "bench: ") + e.what());
     }
     if (dir != "both" && dir != "BWD_D" && dir != "BWD_W") return report_invalid("bench: --dir: must be BWD_D, BWD_W or both");
     if (layout != "nhwc" && layout != "nchw") return report_invalid("bench: --layout: must be nhwc or nchw");
@@ -61,6 +75,25 @@ int bench_command(int argc, char **argv) {
     o.dtype = t.value;
     if (!parse_device(device, &o.device) || o.device == Device::kAuto) {
         return report_invalid("bench: --device: must be cpu, cuda or opencl");
+    }
+    if (backend != "aot" && backend != "jit") return report_invalid("bench: --backend: must be aot or jit");
+    if (backend == "jit") {
+        o.backend = Backend::kJit;
+        if (Status s = jit::enable(); !s) return report(s);
+    }
+    if (autoschedule) {
+        if (o.autoscheduler != "Mullapudi2016" && o.autoscheduler != "Adams2019" && o.autoscheduler != "Li2018") {
+            return report_invalid("autoschedule: --autoscheduler: must be Mullapudi2016, Adams2019 or Li2018");
+        }
+        if (o.device != Device::kCpu || o.backend != Backend::kAot) {
+            return report_invalid("autoschedule: CPU and convgrad's AOT kernels only (no --device or --backend)");
+        }
+        if (beam < 1) return report_invalid("autoschedule: --beam must be positive");
+        setenv("HL_BEAM_SIZE", std::to_string(beam).c_str(), 1);
+        jit::Options jo;
+        jo.autoscheduler = o.autoscheduler;
+        jo.schedule_dir = schedules;
+        if (Status s = jit::enable(jo); !s) return report(s);
     }
     o.data = dir != "BWD_W", o.weights = dir != "BWD_D", o.nchw = layout == "nchw";
     auto r = bench::run_suite(o, [](const std::string &line) { std::fprintf(stderr, "%s\n", line.c_str()); });
@@ -73,5 +106,8 @@ int bench_command(int argc, char **argv) {
     }
     return 0;
 }
+
+int bench_command(int argc, char **argv) { return bench_or_autoschedule(argc, argv, false); }
+int autoschedule_command(int argc, char **argv) { return bench_or_autoschedule(argc, argv, true); }
 
 }  // namespace convgrad::cli

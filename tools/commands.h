@@ -10,6 +10,7 @@ int run_command(int argc, char **argv);   // argv[0] is the op name
 int info_command(int argc, char **argv);
 int bench_command(int argc, char **argv);  // argv[0] is the first option
 int aot_command(int argc, char **argv);    // argv[0] is the first option
+int autoschedule_command(int argc, char **argv);  // argv[0] is the first option
 
 int exit_code(const Status &s);
 int report(const Status &s);              // prints "convgrad: <message>" to stderr, returns exit_code

@@ -33,8 +33,11 @@ const char *kUsage =
     "usage: convgrad <command> ...\n"
     "  run <Op> [--<argument> <value>]... --output <path.npy>   compute one gradient\n"
     "  info                                                     kernels, CPU features, ISA path\n"
-    "  bench --batch FILE [--dir ..] [--layout ..] [--dtype ..] convgrad vs oneDNN, side by side\n"
+    "  bench --batch FILE [--dir ..] [--layout ..] [--dtype ..] [--device ..] [--backend aot|jit]\n"
+    "                                                           convgrad vs oneDNN, side by side\n"
     "  aot --target T [--ops ..] [--dtypes ..] [--layouts ..] -o DIR   a kernel library for any target\n"
+    "  autoschedule --autoscheduler Mullapudi2016|Adams2019|Li2018 --batch FILE [bench options]\n"
+    "                                                           Halide's autoschedulers beside convgrad and oneDNN\n"
     "Ops: TensorFlow Conv2DBackpropInput, Conv2DBackpropFilter, DepthwiseConv2dNativeBackpropInput,\n"
     "     DepthwiseConv2dNativeBackpropFilter, Conv3DBackpropInputV2, Conv3DBackpropFilterV2;\n"
     "     oneDNN Graph ConvolutionBackpropData, ConvolutionBackpropFilters; ONNX ConvTranspose.\n"
@@ -54,6 +57,7 @@ int main(int argc, char **argv) {
         if (command == "info") return info_command(argc - 2, argv + 2);
         if (command == "bench") return bench_command(argc - 2, argv + 2);
         if (command == "aot") return aot_command(argc - 2, argv + 2);
+        if (command == "autoschedule") return autoschedule_command(argc - 2, argv + 2);
         return report_invalid("unknown command '" + command + "'\n" + kUsage);
     } catch (const std::bad_alloc &) {
         return report(convgrad::Status::internal("out of memory"));

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "convgrad/jit.h"
 #include "ops.h"
 
 namespace convgrad::cli {
@@ -119,7 +120,7 @@ int run_command(int argc, char **argv) {
     std::string output, device = "cpu", backend = "auto", dtype_arg;
     app.add_option("--output", output, "result (.npy)");
     app.add_option("--device", device, "cpu (default), cuda, opencl, auto (a CUDA GPU if there is one, else cpu)");
-    app.add_option("--backend", backend, "auto (default), aot, jit");
+    app.add_option("--backend", backend, "auto (default: a JIT kernel if one is cached, else AOT), aot, jit (compile for this problem; cached)");
     app.add_option("--dtype", dtype_arg, "bfloat16 for uint16 .npy tensors holding bfloat16 bits; else checks the tensors' dtype");
     try {
         app.parse(argc, argv);
@@ -163,6 +164,11 @@ int run_command(int argc, char **argv) {
     RunOptions options;
     options.device = dev.value;
     options.backend = be.value;
+    // jit compiles for this exact problem (cached on disk); auto uses such a kernel when one
+    // is cached, else the AOT kernel.
+    if (be.value != Backend::kAot) {
+        if (Status s = jit::enable(); !s) return report(s);
+    }
     Status s = execute(call.value, args, dtype.value, options, output);
     if (!s) return report(Status(s.code(), op->name + ": " + s.message()));
     return 0;

@@ -2,14 +2,18 @@
 #include "convgrad/convgrad.h"
 #include "gpu_devices.h"
 #include "halide_bridge.h"
+#include "jit_hook.h"
 #include "kernel_registry.h"
 
 namespace convgrad {
 namespace {
 
 Status check_options(const RunOptions &o) {
-    if (o.backend == Backend::kJit) {
-        return Status::unsupported("backend: jit is not available in this build; use aot or auto");
+    if (o.backend == Backend::kJit && jit_provider() == nullptr) {
+        return Status::unsupported("backend: jit is not enabled: link convgrad_jit and call convgrad::jit::enable()");
+    }
+    if (o.backend == Backend::kJit && o.device != Device::kCpu && o.device != Device::kAuto) {
+        return Status::unsupported("backend: jit compiles CPU kernels only; use aot for cuda and opencl");
     }
     return Status::ok();
 }
@@ -88,7 +92,24 @@ Result<const KernelEntry *> find_kernel(Direction d, const ConvProblem &p, const
     return k;
 }
 
-Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where) {
+// The kernel a call runs: the registry's entry, or with a JIT (Backend::kJit, or kAuto where
+// one is already compiled) the same entry specialised to this exact problem.
+Result<KernelEntry> resolve_kernel(const KernelEntry &k, const ConvProblem &p, const CallViews &v, Backend backend,
+                                   JitLookup how) {
+    JitProvider *jit = jit_provider();
+    if (backend == Backend::kAot || jit == nullptr || k.device != Device::kCpu) return k;
+    auto fn = jit->kernel(k, fixed_problem_text(k, p, v.a, v.b, v.result), how);
+    if (!fn.is_ok()) {
+        if (backend == Backend::kJit && how == JitLookup::kCompile) return fn.status;
+        return k;  // nothing compiled yet for this problem: the AOT kernel
+    }
+    KernelEntry jk = k;
+    jk.fn = fn.value;
+    jk.jit = true;
+    return jk;
+}
+
+Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where, Backend backend) {
     if (v.result.num_elements() == 0) return Status::ok();
     if (v.a.num_elements() == 0 || v.b.num_elements() == 0) {
         // An empty sum: zeros, never uninitialised memory.
@@ -101,7 +122,10 @@ Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placemen
     }
     auto k = find_kernel(d, p, v, where);
     if (!k.is_ok()) return k.status;
-    return run_kernel(*k.value, p, v.a, v.b, v.result);
+    auto kernel = resolve_kernel(*k.value, p, v, backend,
+                                 backend == Backend::kJit ? JitLookup::kCompile : JitLookup::kCompiled);
+    if (!kernel.is_ok()) return kernel.status;
+    return run_kernel(kernel.value, p, v.a, v.b, v.result);
 }
 
 constexpr ArgSpec kDy{TensorRole::kOutput, "dy"};
@@ -131,7 +155,7 @@ Status prepare_and_run(Direction d, const ConvProblem &p, const Tensor &a, const
                        const RunOptions &options) {
     auto c = prepare(d, p, a, b, result, options);
     if (!c.is_ok()) return c.status;
-    return run(d, p, c.value.views, c.value.where);
+    return run(d, p, c.value.views, c.value.where, options.backend);
 }
 
 }  // namespace
@@ -152,7 +176,9 @@ Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tenso
     if (!c.is_ok()) return c.status;
     auto k = find_kernel(d, p, c.value.views, c.value.where);
     if (!k.is_ok()) return k.status;
-    return std::string(k.value->name);
+    // With a JIT: a kernel already loaded is reported as such (selecting never compiles or loads).
+    auto kernel = resolve_kernel(*k.value, p, c.value.views, options.backend, JitLookup::kPeek);
+    return (kernel.is_ok() && kernel.value.jit ? "jit:" : "") + std::string(k.value->name);
 }
 
 std::vector<KernelInfo> registered_kernels() {

@@ -165,6 +165,22 @@ private:
 };
 #endif
 
+// Kernel parameters are per canonical axis x, y, z = the problem's innermost axis first.
+struct AxisArgs {
+    int32_t stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
+};
+
+AxisArgs axis_args(const ConvProblem &p) {
+    AxisArgs r;
+    for (int a = 0; a < p.spatial_rank; a++) {
+        const int c = canonical::spatial_index(p.spatial_rank, a);
+        r.stride[c] = static_cast<int32_t>(p.strides[a]);
+        r.dilation[c] = static_cast<int32_t>(p.dilations[a]);
+        r.pad[c] = static_cast<int32_t>(p.pads_begin[a]);
+    }
+    return r;
+}
+
 }  // namespace
 
 bool gpu_kernels_built(Device api) {
@@ -176,19 +192,38 @@ bool gpu_kernels_built(Device api) {
 #endif
 }
 
+HalideErrorHandler halide_error_handler() { return convgrad_halide_error; }
+
+std::string fixed_problem_text(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a,
+                               const CanonicalView &b, const CanonicalView &result) {
+    const AxisArgs ax = axis_args(p);
+    auto list = [](const int32_t *v, int n) {
+        std::string s;
+        for (int i = 0; i < n; i++) s += (i ? "," : "") + std::to_string(v[i]);
+        return s;
+    };
+    std::string text = "stride:" + list(ax.stride, 3) + "/dilation:" + list(ax.dilation, 3) + "/pad:" + list(ax.pad, 3);
+    const bool data = k.direction == Direction::kBackwardData;
+    const std::pair<const char *, const CanonicalView *> bufs[3] = {
+        {data ? "dy" : "x", &a}, {data ? "w" : "dy", &b}, {data ? "dx" : "dw", &result}};
+    for (int i = 0; i < 3; i++) {
+        halide_dimension_t dims[7];
+        const halide_buffer_t hb = to_halide(*bufs[i].second, dims, k.device, i == 2 && k.needs.x_phases);
+        int32_t extent[7], stride[7];
+        for (int d = 0; d < hb.dimensions; d++) extent[d] = dims[d].extent, stride[d] = dims[d].stride;
+        text += std::string("/") + bufs[i].first + ".extent:" + list(extent, hb.dimensions) + "/" + bufs[i].first +
+                ".stride:" + list(stride, hb.dimensions);
+    }
+    return text;
+}
+
 Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a, const CanonicalView &b,
                   const CanonicalView &result) {
     halide_dimension_t da[7], db[7], dr[7];
     halide_buffer_t ba = to_halide(a, da, k.device), bb = to_halide(b, db, k.device),
                     br = to_halide(result, dr, k.device, k.needs.x_phases);
-    // Kernel parameters are per canonical axis x, y, z = the problem's innermost axis first.
-    int32_t stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
-    for (int a_ = 0; a_ < p.spatial_rank; a_++) {
-        const int c = canonical::spatial_index(p.spatial_rank, a_);
-        stride[c] = static_cast<int32_t>(p.strides[a_]);
-        dilation[c] = static_cast<int32_t>(p.dilations[a_]);
-        pad[c] = static_cast<int32_t>(p.pads_begin[a_]);
-    }
+    const AxisArgs ax = axis_args(p);
+    const int32_t *stride = ax.stride, *dilation = ax.dilation, *pad = ax.pad;
 #ifndef CONVGRAD_HAVE_GPU
     if (k.device != Device::kCpu) return Status::unsupported(std::string("kernel ") + k.name + ": GPU support is not built in");
 #endif

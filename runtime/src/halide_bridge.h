@@ -14,6 +14,16 @@ namespace convgrad {
 Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a, const CanonicalView &b,
                   const CanonicalView &result);
 
+// The exact problem of a call as a fixed-problem description for the JIT (FixedProblem in
+// generators/generator_common.h): the kernel parameters and every buffer dimension exactly
+// as run_kernel passes them.
+std::string fixed_problem_text(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a,
+                               const CanonicalView &b, const CanonicalView &result);
+
+// The error handler convgrad installs in a Halide runtime (the JIT's kernels carry their own).
+using HalideErrorHandler = void (*)(void *user_context, const char *message);
+HalideErrorHandler halide_error_handler();
+
 // Runs f with a fresh per-call Halide user_context: a non-zero return becomes an internal
 // error naming `what`, with the messages Halide reported during the call.
 Status halide_call(const std::string &what, const std::function<int(void *user_context)> &f);

@@ -39,6 +39,7 @@ struct KernelEntry {
     KernelFn fn;
     Device device = Device::kCpu;  // kCpu, kCuda or kOpenCL
     int capability = 0;            // CUDA: the PTX's compute capability (major * 10 + minor)
+    bool jit = false;              // fn is a JIT kernel specialised to one problem
 
     // The predicate: same direction, dtype and device (CUDA: PTX no newer than the GPU), and
     // every activation view contiguous where this kernel vectorises (filters are never
