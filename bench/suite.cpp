@@ -142,6 +142,10 @@ Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(co
             row.convgrad_ms = median_ms([&] { if (Status s = cg.value->execute(); !s) failure = s; }, o.min_time_s);
             if (!failure) return Status(failure.code(), b.name + ": " + failure.message());
             if (!o.autoscheduler.empty()) time_autoscheduled(p, d, o, row);
+            if (o.backend == Backend::kJit) {  // the AOT kernel beside it
+                auto aot = ConvgradGradient::create(p, d, o.device, Backend::kAot);
+                if (aot.is_ok()) row.aot_ms = median_ms([&] { aot.value->execute(); }, o.min_time_s);
+            }
             for (bool own : {false, true}) {
                 if (!cpu) break;  // oneDNN runs on the CPU: no comparison for GPU runs
                 auto dnn = OneDnnGradient::create(p, d, own);
@@ -237,6 +241,22 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
         }
     }
     if (o.backend == Backend::kJit) {
+        os << "\nJIT (specialised to each problem) against the AOT kernel, same run:\n\n"
+              "| problem | dir | JIT ms | AOT ms | AOT / JIT | JIT first call ms |\n|---|---|---|---|---|---|\n";
+        double log_sum = 0;
+        int n = 0;
+        for (const Row &row : r.rows) {
+            std::snprintf(buf, sizeof buf, "| %s | %s | %.3f | %s | %s | %.0f |\n", row.name.c_str(), row.direction.c_str(),
+                          row.convgrad_ms, ms(row.aot_ms).c_str(),
+                          row.aot_ms > 0 ? (std::to_string(row.aot_ms / row.convgrad_ms).substr(0, 5) + "x").c_str() : "-",
+                          row.first_call_ms);
+            os << buf;
+            if (row.aot_ms > 0) log_sum += std::log(row.aot_ms / row.convgrad_ms), n++;
+        }
+        if (n > 0) {
+            std::snprintf(buf, sizeof buf, "\nGeomean AOT time / JIT time: %.3fx over %d rows\n", std::exp(log_sum / n), n);
+            os << buf;
+        }
         double total = 0;
         for (const Row &row : r.rows) total += row.first_call_ms;
         std::snprintf(buf, sizeof buf, "\nJIT first calls (compile, or load from the disk cache): %.0f ms in all, %.0f ms per kernel\n",
@@ -297,6 +317,7 @@ std::string format_json(const SuiteOptions &o, const SuiteResult &r) {
                                 {"convgrad_kernel", row.kernel},
                                 {"convgrad_ms", row.convgrad_ms},
                                 {"convgrad_first_call_ms", row.first_call_ms},
+                                {"aot_ms", row.aot_ms > 0 ? nlohmann::json(row.aot_ms) : nullptr},
                                 {"autoscheduled_ms", row.autoscheduled_ms > 0 ? nlohmann::json(row.autoscheduled_ms) : nullptr},
                                 {"gflops", gflops},
                                 {"pct_peak", r.peak_gflops > 0 ? nlohmann::json(100 * gflops / r.peak_gflops) : nullptr},

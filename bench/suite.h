@@ -56,6 +56,7 @@ struct Row {
     double flops = 0;
     double convgrad_ms = 0;
     double first_call_ms = 0;  // convgrad's first call: with the JIT, its compile (or cache load)
+    double aot_ms = 0;                // JIT runs: the AOT kernel too, in the same run
     double autoscheduled_ms = 0;      // 0: not run, or failed (autoscheduled_error)
     std::string autoscheduled_error;
     double onednn_user_ms = 0, onednn_own_ms = 0;  // 0: oneDNN has no implementation

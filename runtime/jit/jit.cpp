@@ -88,17 +88,20 @@ std::string read_text(const std::string &path) {
 // The Halide target of JIT kernels: the ISA path the AOT multitarget would pick on this CPU
 // (convgrad info), not Halide's `host`, which on this AMD Zen 4 claims avx512_sapphirerapids
 // and then emits instructions the CPU lacks (SIGILL seen with an autoscheduled pipeline).
-std::string jit_target() {
-    const std::string path = expected_isa_path();
+const std::string &jit_target() {
+    static const std::string target = [] {  // once: CPUID traps to the hypervisor in VMs
+        const std::string path = expected_isa_path();
 #if defined(__aarch64__)
-    (void)path;
-    return "arm-64-linux-user_context";
+        (void)path;
+        return std::string("arm-64-linux-user_context");
 #else
-    if (path == "avx512_skylake") return "x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41-user_context";
-    if (path == "avx2") return "x86-64-linux-avx-avx2-f16c-fma-sse41-user_context";
-    if (path == "sse41") return "x86-64-linux-sse41-user_context";
-    return "x86-64-linux-user_context";
+        if (path == "avx512_skylake") return std::string("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41-user_context");
+        if (path == "avx2") return std::string("x86-64-linux-avx-avx2-f16c-fma-sse41-user_context");
+        if (path == "sse41") return std::string("x86-64-linux-sse41-user_context");
+        return std::string("x86-64-linux-user_context");
 #endif
+    }();
+    return target;
 }
 
 std::string machine_params(const Options &o) {
