@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -74,6 +75,51 @@ Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvPro
     auto k = select_kernel(d, p, g->ta_, g->tb_, g->tout_, g->options_);
     if (!k.is_ok()) return k.status;
     return g;
+}
+
+// One result element as a double (the bench's tensors are contiguous).
+static double element(DType t, const unsigned char *p) {
+    switch (t) {
+    case DType::kFloat32: {
+        float v;
+        std::memcpy(&v, p, 4);
+        return v;
+    }
+    case DType::kFloat64: {
+        double v;
+        std::memcpy(&v, p, 8);
+        return v;
+    }
+    case DType::kFloat16: {
+        _Float16 v;
+        std::memcpy(&v, p, 2);
+        return static_cast<double>(v);
+    }
+    case DType::kBFloat16: {
+        uint32_t bits = static_cast<uint32_t>(p[0] | (p[1] << 8)) << 16;
+        float v;
+        std::memcpy(&v, &bits, 4);
+        return v;
+    }
+    case DType::kInt32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return v;
+    }
+    }
+    return 0;
+}
+
+double ConvgradGradient::relative_error_to(const ConvgradGradient &other) const {
+    if (out_.size() != other.out_.size() || p_.dtype != other.p_.dtype) return INFINITY;
+    const int size = dtype_size(p_.dtype);
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i + size <= out_.size(); i += size) {
+        const double a = element(p_.dtype, &out_[i]), b = element(p_.dtype, &other.out_[i]);
+        if (!std::isfinite(a)) return INFINITY;
+        diff += (a - b) * (a - b), norm += b * b;
+    }
+    return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
 std::string ConvgradGradient::kernel() const {

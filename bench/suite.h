@@ -26,6 +26,10 @@ public:
                                                             Backend backend = Backend::kAot);
     Status execute();
     std::string kernel() const;  // what runs now (with the JIT: "jit:..." once compiled)
+    // ||result - other's|| / ||other's|| over the result values (CPU gradients of the same
+    // problem: their inputs are the same, seeded). The tuner rejects candidates with this:
+    // a schedule parameter can trip a Halide 14 bug that drops a reduction (zero results).
+    double relative_error_to(const ConvgradGradient &other) const;
 
 private:
     ConvProblem p_;

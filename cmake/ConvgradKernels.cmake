@@ -27,6 +27,29 @@ endif ()
 set(CONVGRAD_CUDA_CAPABILITIES 86 80 70)  # highest first: the registry takes the first that fits
 set(CONVGRAD_GPU_HOST_TARGET x86-64-linux)
 
+# Tuned schedule parameters (`convgrad tune` writes them): one database per target family,
+# read here for every AOT variant and by the JIT. Keys inside are qualified by ISA path.
+if (CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+  set(CONVGRAD_SCHEDULE_FAMILY arm-64)
+else ()
+  set(CONVGRAD_SCHEDULE_FAMILY x86-64)
+endif ()
+set(CONVGRAD_SCHEDULE_DB ${PROJECT_SOURCE_DIR}/schedules/tuned/${CONVGRAD_SCHEDULE_FAMILY}.json)
+set(CONVGRAD_SCHEDULE_JSON "{}")
+if (EXISTS ${CONVGRAD_SCHEDULE_DB})
+  file(READ ${CONVGRAD_SCHEDULE_DB} CONVGRAD_SCHEDULE_JSON)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CONVGRAD_SCHEDULE_DB})
+endif ()
+
+# convgrad_tuned_schedule(<variant> <out var>): the database's parameters for a variant, or "".
+function(convgrad_tuned_schedule VARIANT OUT)
+  string(JSON value ERROR_VARIABLE err GET "${CONVGRAD_SCHEDULE_JSON}" variants ${VARIANT} schedule)
+  if (err)
+    set(value "")
+  endif ()
+  set(${OUT} "${value}" PARENT_SCOPE)
+endfunction()
+
 # user_context: each call passes its own error slot, so errors are per call, not global.
 set(CONVGRAD_KERNEL_FEATURES user_context)
 
@@ -42,6 +65,10 @@ function(convgrad_add_kernel NAME)
   cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;TARGETS" ${ARGN})
   if (NOT ARG_TARGETS)
     set(ARG_TARGETS ${CONVGRAD_HALIDE_TARGETS})
+  endif ()
+  convgrad_tuned_schedule(${NAME} tuned)
+  if (tuned)
+    list(APPEND ARG_PARAMS schedule=${tuned})
   endif ()
   set(lib convgrad_${NAME})
   set(use_runtime "")

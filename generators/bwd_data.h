@@ -19,6 +19,7 @@ struct BwdDataStages {
     bool phased = false;
     Var p{"p"};
     RDom r;          // (co, kx, ky, kz)
+    ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
     Expr unit_stride;     // true when every spatial stride is 1
     Expr c_extent, x_extent, g_extent;
 };

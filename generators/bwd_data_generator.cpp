@@ -99,6 +99,7 @@ public:
         fixed.apply(dx, "dx");
 
         s.unit_stride = unit_stride();
+        s.tuned = schedule_params();
         s.c_extent = dx.dim(kC).extent();
         s.x_extent = dx.dim(kX).extent();  // q's extent in the x-phase variant
         s.g_extent = dx.dim(dx.dimensions() - 2).extent();

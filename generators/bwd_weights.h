@@ -12,6 +12,7 @@ struct BwdWeightsStages {
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
+    ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
     Expr unit_stride;
     Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
 };

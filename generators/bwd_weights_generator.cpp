@@ -72,6 +72,7 @@ public:
         fixed.apply(dw, "dw");
 
         s.unit_stride = unit_stride();
+        s.tuned = schedule_params();
         s.co_extent = dw.dim(kCo).extent();
         s.ci_extent = dw.dim(kCi).extent();
         s.g_extent = dw.dim(kFg).extent();

@@ -137,6 +137,55 @@ struct FixedProblem {
     }
 };
 
+// The schedules' tunable parameters (generator param `schedule`, written by `convgrad tune`
+// into schedules/tuned/*.json and read by the AOT build and the JIT), as `key:value` items
+// separated by `/`. A key may be qualified by an ISA path, `avx512_skylake.pixels:5`, to
+// apply only when compiling for it (a multitarget builds every path from one param string);
+// the qualified key wins. Unset keys keep the schedules' defaults; unknown keys are errors.
+//   data:    pixels (x tile), vectors (channel vectors per tile), rows7 (7-pixel branch, 0/1)
+//   weights: ci_tile, co_vectors, dw_rows (depthwise: output rows per partial sum)
+//   gpu:     block (threads per block), rows_per_part (filter gradient)
+class ScheduleParams {
+public:
+    ScheduleParams() = default;
+    ScheduleParams(const std::string &text, const Target &t) : isa_(isa_path(t)) {
+        static const char *const known[] = {"pixels", "vectors", "rows7", "ci_tile", "co_vectors",
+                                            "dw_rows", "block", "rows_per_part"};
+        std::stringstream items(text);
+        std::string item;
+        while (std::getline(items, item, '/')) {
+            if (item.empty()) continue;
+            const size_t colon = item.find(':');
+            if (colon == std::string::npos) throw std::invalid_argument("convgrad: schedule: '" + item + "' has no ':'");
+            const std::string key = item.substr(0, colon);
+            const std::string bare = key.substr(key.find('.') == std::string::npos ? 0 : key.find('.') + 1);
+            bool ok = false;
+            for (const char *k : known) ok = ok || bare == k;
+            if (!ok) throw std::invalid_argument("convgrad: schedule: unknown parameter '" + key + "'");
+            values_[key] = std::stoi(item.substr(colon + 1));
+        }
+    }
+    int get(const std::string &key, int fallback) const {
+        if (auto it = values_.find(isa_ + "." + key); it != values_.end()) return it->second;
+        if (auto it = values_.find(key); it != values_.end()) return it->second;
+        return fallback;
+    }
+    // The names `convgrad info` uses for the paths a build compiles.
+    static std::string isa_path(const Target &t) {
+        if (t.has_feature(Target::CUDA)) return "cuda";
+        if (t.has_feature(Target::OpenCL)) return "opencl";
+        if (t.arch == Target::ARM) return "arm64";
+        if (t.has_feature(Target::AVX512_Skylake)) return "avx512_skylake";
+        if (t.has_feature(Target::AVX2)) return "avx2";
+        if (t.has_feature(Target::SSE41)) return "sse41";
+        return "baseline";
+    }
+
+private:
+    std::string isa_;
+    std::map<std::string, int> values_;
+};
+
 // Per spatial axis (x, y, z) runtime parameters: stride, dilation and padding before.
 // The padding after is implied by the buffer extents, so kernels never need it.
 struct AxisParams {
@@ -152,6 +201,7 @@ public:
     GeneratorParam<std::string> dtype{"dtype", "float32"};
     GeneratorParam<std::string> layout{"layout", "nxc"};
     GeneratorParam<std::string> fixed{"fixed", ""};  // JIT: the exact problem (FixedProblem)
+    GeneratorParam<std::string> schedule{"schedule", ""};  // tuned parameters (ScheduleParams)
 
     // Validated by the runtime (>= 1); kernels only see canonical, checked values.
     GeneratorInput<int32_t> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, stride_z{"stride_z", 1};
@@ -188,6 +238,7 @@ protected:
     Layout variant_layout() const { return parse_layout(layout); }
 
     FixedProblem fixed_problem() const { return FixedProblem::parse(fixed); }
+    ScheduleParams schedule_params() const { return ScheduleParams(schedule, this->get_target()); }
 
     // Halide's autoschedulers (generator param auto_schedule=true, -s NAME -p PLUGIN) replace
     // the hand schedules. They need estimates of every input: only fixed problems have them,

@@ -40,7 +40,10 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         stage_vector_dim_innermost(s.dy_in, groups_vectorised ? a[4] : a[0], vec, channels_first);
     }
     const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
-    const int pixels = vector_registers(target) == 32 ? 6 : 3;  // 2 x pixels accumulators
+    // vectors x pixels accumulators: 12 of 32 registers with AVX-512, 6 of 16 otherwise.
+    const int pixels = s.tuned.get("pixels", vector_registers(target) == 32 ? 6 : 3);
+    const int vectors = s.tuned.get("vectors", 2);
+    const bool rows7 = s.tuned.get("rows7", pixels == 6 ? 1 : 0) != 0;
     Var c_o("c_o"), c_i("c_i"), x_o("x_o"), x_i("x_i"), g_o("g_o"), g_i("g_i");
 
     // The tiles write `out`: dx itself, or for channels-first layouts a staged dx_local
@@ -91,14 +94,14 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         Expr condition;
         int tile, lanes, pixels;
     };
-    const int wide = groups_vectorised ? vec : 2 * vec;
+    const int wide = groups_vectorised ? vec : vectors * vec;
     // Rows that are a multiple of 7 pixels (every ResNet and MobileNet stage: 7, 14, 28, 56,
     // 112) get 7-pixel tiles: a 6-pixel tile over a 7-wide row computes 12 pixels for 7.
     // The `any` variant (no contiguous dim: every vector would be a gather) is the rare
     // fallback: scalar only, which also keeps its compile time down (27 -> 3 s per target).
     const bool tiles = layout != Layout::Any;
     std::vector<Branch> branches;
-    if (tiles && pixels == 6) branches.push_back({v_extent >= wide && s.x_extent % 7 == 0, wide, vec, 7});
+    if (tiles && rows7) branches.push_back({v_extent >= wide && s.x_extent % 7 == 0, wide, vec, 7});
     if (tiles) {
         branches.push_back({v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels});
         if (wide > vec) branches.push_back({v_extent >= vec && s.x_extent >= pixels, vec, vec, pixels});

@@ -37,7 +37,8 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // Partial sums over chunks of 4 output rows of one image, in parallel; then summed.
         RVar oyo("oyo"), oyi("oyi");
         Var u("u"), v("v"), g_o("g_o"), g_i("g_i");
-        Func part = s.acc.update().split(oy, oyo, oyi, 4, TailStrategy::GuardWithIf).rfactor({{oyo, u}, {n, v}});
+        const int rows = s.tuned.get("dw_rows", 4);
+        Func part = s.acc.update().split(oy, oyo, oyi, rows, TailStrategy::GuardWithIf).rfactor({{oyo, u}, {n, v}});
         // Groups are the vector dim: store them innermost (else every vector is a gather).
         s.acc.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
         s.acc.specialize(s.g_extent >= vec).vectorize(s.g, vec);
@@ -93,7 +94,8 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         return;
     }
 
-    const int ci_tile = vector_registers(target) == 32 ? 8 : 4, co_tile = 2 * vec;
+    const int ci_tile = s.tuned.get("ci_tile", vector_registers(target) == 32 ? 8 : 4);
+    const int co_tile = s.tuned.get("co_vectors", 2) * vec;
     const Expr tiled = s.ci_extent >= ci_tile && s.co_extent >= co_tile;
     // Few input channels (an RGB stem has 3): a 3 x 2-vector tile still amortises the loads.
     const Expr narrow = s.ci_extent >= 3 && s.co_extent >= co_tile;

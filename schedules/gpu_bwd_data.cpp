@@ -16,7 +16,7 @@ void schedule_bwd_data_gpu(BwdDataStages &s, const Target &target, Layout layout
     (void)target;
     (void)layout;
     if (s.phased) throw std::invalid_argument("convgrad: the x-phase data-gradient variant is CPU-only");
-    const Var thread = gpu_one_thread_per_point(s.dx, {s.c, s.x, s.y, s.z, s.g, s.n});
+    const Var thread = gpu_one_thread_per_point(s.dx, {s.c, s.x, s.y, s.z, s.g, s.n}, s.tuned.get("block", kGpuBlock));
     gpu_per_thread(s.acc, s.dx, thread);
 }
 

@@ -24,15 +24,16 @@ void schedule_bwd_weights_gpu(BwdWeightsStages &s, const Target &target, Layout 
     RVar oy_part("oy_part"), oy_row("oy_row");
     Var part_y("part_y"), part_n("part_n");
     // RVar splits guard their tail: rows past OH are not reduced twice.
-    s.acc.update().split(oy, oy_part, oy_row, kRowsPerPart);
+    s.acc.update().split(oy, oy_part, oy_row, s.tuned.get("rows_per_part", kRowsPerPart));
     Func partial = s.acc.update().rfactor({{oy_part, part_y}, {n, part_n}});
     partial.compute_root();
     const std::vector<VarOrRVar> points = {s.ci, s.co, s.kx, s.ky, s.kz, s.g, part_y, part_n};
-    gpu_one_thread_per_point(partial, points);
-    gpu_one_thread_per_point(partial.update(), points);
+    const int block = s.tuned.get("block", kGpuBlock);
+    gpu_one_thread_per_point(partial, points, block);
+    gpu_one_thread_per_point(partial.update(), points, block);
 
     // The final sums: one thread per dw element adds its parts (order fixed by the loop).
-    const Var thread = gpu_one_thread_per_point(s.dw, {s.ci, s.co, s.kx, s.ky, s.kz, s.g});
+    const Var thread = gpu_one_thread_per_point(s.dw, {s.ci, s.co, s.kx, s.ky, s.kz, s.g}, block);
     gpu_per_thread(s.acc, s.dw, thread);
 }
 

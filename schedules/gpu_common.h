@@ -17,15 +17,15 @@ constexpr int kGpuBlock = 128;
 // tensors inside the kernel: loops outside the grid would run on the host, one launch each.
 // The innermost dim is the fastest-varying across a warp, so it should be the contiguous one.
 // Returns the thread var: the innermost loop, where per-point stages are computed.
-inline Var gpu_one_thread_per_point(Stage st, const std::vector<VarOrRVar> &dims) {
+inline Var gpu_one_thread_per_point(Stage st, const std::vector<VarOrRVar> &dims, int block = kGpuBlock) {
     VarOrRVar fused = dims[0];
     for (size_t i = 1; i < dims.size(); i++) {
         Var next("flat" + std::to_string(i));
         st.fuse(fused, dims[i], next);
         fused = next;
     }
-    Var block("block"), thread("thread");
-    st.gpu_tile(fused.var, block, thread, kGpuBlock, TailStrategy::GuardWithIf);
+    Var block_var("block"), thread("thread");
+    st.gpu_tile(fused.var, block_var, thread, block, TailStrategy::GuardWithIf);
     return thread;
 }
 

@@ -4,6 +4,7 @@
 # Lowers every generator for every x86 target, dtype and layout and reports any branch that
 # allocates `acc` but never updates it. The functional tests (native and under qemu) catch
 # such branches only when their shapes reach them; this checks every branch (a ctest, ~4 min).
+# Variants are lowered with the tuned parameters the AOT build gives them.
 # usage: check-schedules.sh [GENERATOR]   (default: build/generators/convgrad_generators)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,13 @@ gen=${1:-build/generators/convgrad_generators}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
+# The tuned parameters the AOT build uses (schedules/tuned/, written by `convgrad tune`).
+db=schedules/tuned/x86-64.json
+tuned() {  # tuned <variant>: its "schedule" in the database, or nothing
+  [ -f "$db" ] && awk -v v="\"$1\": {" 'index($0, v) {f = 1}
+    f && /"schedule"/ {sub(/.*"schedule": "/, ""); sub(/".*/, ""); print; exit}' "$db"
+}
+declare -A short=([float32]=f32 [float64]=f64 [float16]=f16 [bfloat16]=bf16 [int32]=i32)
 for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-linux-avx-avx2-f16c-fma-sse41 \
               x86-64-linux-sse41 x86-64-linux arm-64-linux; do
   for dtype in float32 float64 float16 bfloat16 int32; do
@@ -20,7 +28,9 @@ for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-
       dirs="data weights"
       if [ "$variant" != "$layout" ]; then params="$params x_phases=2"; dirs=data; fi
       for dir in $dirs; do
-        "$gen" -g convgrad_bwd_$dir -o "$out" -e stmt -n k target=$target-user_context-no_runtime dtype=$dtype $params
+        schedule=$(tuned "bwd_${dir}_${short[$dtype]}_$variant")
+        extra=${schedule:+schedule=$schedule}
+        "$gen" -g convgrad_bwd_$dir -o "$out" -e stmt -n k target=$target-user_context-no_runtime dtype=$dtype $params $extra
         bad=$(awk '/^external func/{name=$3} /allocate acc\[/{alloc[name]=1} /acc.s1/{c[name]++}
                    END{for (n in alloc) if (c[n]+0 == 0) print n}' "$out/k.stmt")
         if [ -n "$bad" ]; then

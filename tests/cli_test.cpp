@@ -425,6 +425,36 @@ TEST_F(CliTest, JitBackend) {
     EXPECT_EQ(entries, 1);
 }
 
+// The autotuner on one small problem: every candidate measured and logged, the database
+// written with its command; a rerun resumes from the log; a spent budget stops cleanly.
+TEST_F(CliTest, TuneSmoke) {
+    std::ofstream(path("one.conv")) << "g1mb2ic16ih8iw8oc16oh8ow8kh3kw3ph1pw1n\"small\"\n";
+    setenv("CONVGRAD_CACHE_DIR", path("cache").c_str(), 1);
+    const std::vector<std::string> args = {"tune", "--batch", path("one.conv"), "--dir", "BWD_W", "--db", path("db.json"),
+                                           "--min-time", "0", "--budget", "300"};
+    CliResult r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_NE(r.stdout_text.find("| bwd_weights_f32_nxc | 1 |"), std::string::npos) << r.stdout_text;
+    std::ifstream db(path("db.json"));
+    const std::string j((std::istreambuf_iterator<char>(db)), {});
+    EXPECT_NE(j.find("\"command\": \"convgrad tune --batch"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"complete\": true"), std::string::npos) << j;
+    std::ifstream log(path("db.json.log.jsonl"));
+    int lines = 0;
+    for (std::string line; std::getline(log, line);) lines++;
+    EXPECT_GE(lines, 5) << "defaults and the candidates, one line each";
+    r = run(args);  // resumes: everything is in the log
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("(" + std::to_string(lines) + " from the log)"), std::string::npos) << r.stderr_text;
+    std::filesystem::remove(path("db.json.log.jsonl"));
+    r = run({"tune", "--batch", path("one.conv"), "--dir", "BWD_W", "--db", path("db2.json"), "--budget", "0.001"});
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("budget spent"), std::string::npos) << r.stderr_text;
+    unsetenv("CONVGRAD_CACHE_DIR");
+    r = run({"tune", "--batch", path("one.conv"), "--budget", "-1"});
+    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+}
+
 TEST_F(CliTest, BenchSmoke) {
     std::ofstream(path("tiny.conv")) << "# one small problem\ng2mb2ic8ih9iw9oc8oh9ow9kh3kw3ph1pw1n\"tiny\"\n";
     const std::string out = path("bench.txt");

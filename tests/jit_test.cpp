@@ -250,6 +250,40 @@ TEST_F(Jit, AutoTakesOnlyCompiledKernels) {
     EXPECT_EQ(run_data(p, in, Backend::kAot).kernel, "bwd_data_f32_nxc_s2");
 }
 
+// Tuned parameters (what `convgrad tune` tries) change the schedule, never the result; an
+// unknown parameter is a clean error.
+TEST_F(Jit, ScheduleParametersKeepResults) {
+    const std::string isa = expected_isa_path() + ".";
+    const ConvProblem p = layer();
+    const Inputs in = inputs(p, 312);
+    Rng rng(313);
+    const auto x = random_values(num_elements(input_shape(p)), rng);
+    const RunResult data_ref = run_data(p, in, Backend::kAot);
+    const RunResult weights_ref = run_problem(p, Direction::kBackwardWeights, x, in.dy, false,
+                                              TestDevice{Device::kCpu, false, Backend::kAot});
+    for (const std::string &params : {isa + "pixels:4/" + isa + "vectors:1", isa + "pixels:8/" + isa + "rows7:0",
+                                      isa + "ci_tile:4/" + isa + "co_vectors:1"}) {
+        SCOPED_TRACE(params);
+        jit::Options o;
+        o.cache_dir = cache;
+        o.schedule = params;
+        ASSERT_TRUE(jit::enable(o).is_ok());
+        const RunResult d = run_data(p, in, Backend::kJit);
+        const RunResult w = run_problem(p, Direction::kBackwardWeights, x, in.dy, false,
+                                        TestDevice{Device::kCpu, false, Backend::kJit});
+        ASSERT_TRUE(d.status.is_ok() && w.status.is_ok()) << d.status.message() << w.status.message();
+        EXPECT_LE(relative_error(d.result, data_ref.result), 1e-6);
+        EXPECT_LE(relative_error(w.result, weights_ref.result), 1e-6);
+    }
+    jit::Options bad;
+    bad.cache_dir = cache;
+    bad.schedule = "pixel:5";
+    ASSERT_TRUE(jit::enable(bad).is_ok());
+    const RunResult r = run_data(p, in, Backend::kJit);
+    EXPECT_FALSE(r.status.is_ok());
+    EXPECT_NE(r.status.message().find("unknown parameter 'pixel'"), std::string::npos) << r.status.message();
+}
+
 TEST_F(Jit, MissingGeneratorIsAnError) {
     jit::Options o;
     o.cache_dir = cache;

@@ -11,6 +11,7 @@ int info_command(int argc, char **argv);
 int bench_command(int argc, char **argv);  // argv[0] is the first option
 int aot_command(int argc, char **argv);    // argv[0] is the first option
 int autoschedule_command(int argc, char **argv);  // argv[0] is the first option
+int tune_command(int argc, char **argv);   // argv[0] is the first option
 
 int exit_code(const Status &s);
 int report(const Status &s);              // prints "convgrad: <message>" to stderr, returns exit_code

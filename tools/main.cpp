@@ -38,6 +38,7 @@ const char *kUsage =
     "  aot --target T [--ops ..] [--dtypes ..] [--layouts ..] -o DIR   a kernel library for any target\n"
     "  autoschedule --autoscheduler Mullapudi2016|Adams2019|Li2018 --batch FILE [bench options]\n"
     "                                                           Halide's autoschedulers beside convgrad and oneDNN\n"
+    "  tune --batch FILE [--budget S] [--dir ..] [--db PATH]    search the schedules' parameters (writes schedules/tuned/)\n"
     "Ops: TensorFlow Conv2DBackpropInput, Conv2DBackpropFilter, DepthwiseConv2dNativeBackpropInput,\n"
     "     DepthwiseConv2dNativeBackpropFilter, Conv3DBackpropInputV2, Conv3DBackpropFilterV2;\n"
     "     oneDNN Graph ConvolutionBackpropData, ConvolutionBackpropFilters; ONNX ConvTranspose.\n"
@@ -58,6 +59,7 @@ int main(int argc, char **argv) {
         if (command == "bench") return bench_command(argc - 2, argv + 2);
         if (command == "aot") return aot_command(argc - 2, argv + 2);
         if (command == "autoschedule") return autoschedule_command(argc - 2, argv + 2);
+        if (command == "tune") return tune_command(argc - 2, argv + 2);
         return report_invalid("unknown command '" + command + "'\n" + kUsage);
     } catch (const std::bad_alloc &) {
         return report(convgrad::Status::internal("out of memory"));

@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "convgrad/convgrad.h"
 #include "halide_bridge.h"
 #include "jit_hook.h"
@@ -119,6 +121,12 @@ std::string schedule_key(const Options &o) {
     return k;
 }
 
+// The schedule parameters a kernel is compiled with (see Options::schedule).
+std::string schedule_params(const KernelEntry &base, const Options &o) {
+    if (!o.schedule.empty() || !o.use_database) return o.schedule;
+    return tuned_schedule(base.name, o.database);
+}
+
 // What identifies a kernel: everything that changes its code.
 std::string key_text(const KernelEntry &base, const std::string &fixed, const Options &o) {
     // Read once: CPUID traps to the hypervisor in VMs (~100 us per call here).
@@ -131,7 +139,8 @@ std::string key_text(const KernelEntry &base, const std::string &fixed, const Op
     return std::string("convgrad ") + CONVGRAD_VERSION + " sources " + CONVGRAD_JIT_SOURCE_HASH + " target " +
            jit_target() + " generator " +
            (data ? "convgrad_bwd_data" : "convgrad_bwd_weights") + " dtype " + dtype_name(base.dtype) + " variant " +
-           base.layout + " cpu " + cpu + " schedule " + schedule_key(o) + " fixed " + fixed;
+           base.layout + " cpu " + cpu + " schedule " + schedule_key(o) + " params " + schedule_params(base, o) +
+           " fixed " + fixed;
 }
 
 struct Loaded {
@@ -298,6 +307,10 @@ private:
                                              std::string("dtype=") + dtype_name(base.dtype),
                                              "layout=" + layout,
                                              "fixed=" + fixed};
+        // (The generator's command line rejects an empty value.)
+        if (const std::string params = schedule_params(base, options); !params.empty()) {
+            gen_args.push_back("schedule=" + params);
+        }
         if (data) gen_args.push_back("x_phases=" + x_phases);
         if (!options.autoscheduler.empty()) {
             std::string lib = options.autoscheduler;
@@ -380,6 +393,36 @@ Stats stats() {
 void clear_memory_cache() {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (g_jit) g_jit->clear_memory();
+}
+
+std::string database_path(const std::string &given) {
+    if (!given.empty()) return given;
+    std::error_code ec;
+    const fs::path installed = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "share" / "convgrad" /
+                               "schedules" / "tuned" / CONVGRAD_SCHEDULE_FAMILY ".json";
+    if (!ec && fs::exists(installed)) return installed.string();
+    return CONVGRAD_SOURCE_DIR "/schedules/tuned/" CONVGRAD_SCHEDULE_FAMILY ".json";
+}
+
+std::string tuned_schedule(const std::string &variant, const std::string &database) {
+    // Read once per path: the database changes only when `convgrad tune` rewrites it.
+    static std::mutex mutex;
+    static std::map<std::string, nlohmann::json> loaded;
+    const std::string path = database_path(database);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = loaded.find(path);
+    if (it == loaded.end()) {
+        nlohmann::json j = nlohmann::json::object();
+        std::ifstream f(path);
+        if (f) j = nlohmann::json::parse(f, nullptr, false);
+        if (j.is_discarded()) j = nlohmann::json::object();
+        it = loaded.emplace(path, j).first;
+    }
+    const nlohmann::json &v = it->second;
+    if (v.contains("variants") && v["variants"].contains(variant) && v["variants"][variant].contains("schedule")) {
+        return v["variants"][variant]["schedule"].get<std::string>();
+    }
+    return "";
 }
 
 std::string generator_executable(const std::string &given) {

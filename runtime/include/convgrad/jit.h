@@ -36,7 +36,18 @@ struct Options {
     std::string autoscheduler;
     std::string machine_params;  // for the autoscheduler; empty: "<cores>,1048576,40"
     std::string schedule_dir;    // if set, each compile leaves its schedule source (.schedule.h) here
+    // Schedule parameters (generators/generator_common.h: ScheduleParams). Empty: the tuned
+    // database's (the problem's own entry, else its kernel variant's, as the AOT build uses),
+    // unless use_database is false: then the schedules' defaults. `convgrad tune` sets both.
+    std::string schedule;
+    bool use_database = true;
+    std::string database;        // empty: the installed schedules/tuned/<family>.json, else the source tree's
 };
+
+// The tuned-schedule database this build reads (AOT build and JIT): its path, and the
+// parameters it gives a kernel variant ("" if none).
+std::string database_path(const std::string &given = "");
+std::string tuned_schedule(const std::string &variant, const std::string &database = "");
 
 // Installs the JIT backend (again: with new options; the memory cache is kept).
 Status enable(const Options &options = {});
