@@ -4,11 +4,11 @@
 // everything else with the same messages the other frontends get.
 #include "convgrad.h"
 
-#include <cstdlib>
 #include <exception>
 #include <string>
 
 #include "convgrad/convgrad.h"
+#include "gpu_devices.h"
 
 namespace convgrad {
 namespace {
@@ -44,9 +44,7 @@ Result<Tensor> tensor_of(const DLTensor *t, const char *name) {
         return Status::unsupported(where + "device type " + std::to_string(t->device.device_type) +
                                    " is not supported; the C API takes kDLCPU, kDLCUDA and kDLOpenCL tensors");
     }
-    // Halide's GPU runtimes use one device: HL_GPU_DEVICE, else 0.
-    const char *env = device == Device::kCpu ? nullptr : std::getenv("HL_GPU_DEVICE");
-    const int gpu = env != nullptr ? std::atoi(env) : 0;
+    const int gpu = gpu_device_index();  // Halide's GPU runtimes use this one device
     if (device != Device::kCpu && t->device.device_id != gpu) {
         return Status::unsupported(where + "device_id " + std::to_string(t->device.device_id) +
                                    ": kernels run on device " + std::to_string(gpu) + " (set HL_GPU_DEVICE)");

@@ -106,10 +106,13 @@ const std::vector<DeviceInfo> &gpu_devices() {
     return all;
 }
 
-int cuda_capability() {
-    // Halide's CUDA runtime runs on HL_GPU_DEVICE, else device 0.
+int gpu_device_index() {
     const char *env = std::getenv("HL_GPU_DEVICE");
-    const int want = env != nullptr ? std::atoi(env) : 0;
+    return env != nullptr ? std::atoi(env) : 0;
+}
+
+int cuda_capability() {
+    const int want = gpu_device_index();
     for (const DeviceInfo &d : gpu_devices()) {
         if (d.api == Device::kCuda && d.index == want) return d.capability;
     }

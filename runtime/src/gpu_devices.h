@@ -12,8 +12,10 @@ namespace convgrad {
 // Every device the drivers report; probed once per process. Empty when no driver loads.
 const std::vector<DeviceInfo> &gpu_devices();
 
-// The compute capability (major * 10 + minor) of the CUDA device kernels run on (Halide's
-// default, device 0, or HL_GPU_DEVICE), or 0 when there is none.
+// The device Halide's GPU runtimes run on: HL_GPU_DEVICE, else 0.
+int gpu_device_index();
+
+// The compute capability (major * 10 + minor) of that CUDA device, or 0 when there is none.
 int cuda_capability();
 
 // Whether `api` has a usable device, and if not, why (for error messages).
