@@ -6,7 +6,8 @@
 // Every measurement is appended to a log (JSON lines), so an interrupted run resumes where it
 // stopped; the JIT's disk cache keeps the compiled candidates too. Then, per variant, the
 // candidate with the best geomean speedup over the schedules' defaults, across all problems
-// that use the variant, goes into the database (schedules/tuned/<family>.json) with the
+// that use the variant (its finalists timed again, interleaved with the defaults), goes into
+// the database (schedules/tuned/<family>.json) with the
 // command that produced it; the AOT build and the JIT read it. Every candidate's result is
 // checked against the AOT kernel's first: a wrong one is logged and never chosen; a winner
 // must also match the AOT kernel on narrow and odd rows (correct_on_other_shapes). Parameters are qualified by
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -107,6 +109,55 @@ bool correct_on_other_shapes(const Task &t, const std::string &variant, const st
         if (!(jit.value->relative_error_to(*aot.value) <= tolerance(q.dtype))) return false;
     }
     return true;
+}
+
+void progress_bar(size_t done, size_t total, const std::string &what);
+
+// The top 3 candidates and the defaults, timed again on each of the variant's problems in 3
+// interleaved rounds (defaults, c1, c2, c3, defaults, ...), so a burst of load on the machine
+// hits them all alike. A finalist's score is its worst round: the geomean gain over the
+// defaults in each round separately, the smallest of the three (on this shared machine the
+// winner of a single pass changed from run to run). Compiles are cache hits.
+std::vector<std::pair<double, std::string>> confirm(const std::vector<const Task *> &tasks,
+                                                    const std::vector<std::pair<double, std::string>> &ranked,
+                                                    double min_time) {
+    std::vector<std::string> finalists = {""};
+    for (size_t i = 0; i < ranked.size() && i < 3; i++) finalists.push_back(ranked[i].second);
+    constexpr int kRounds = 3;
+    std::vector<std::vector<double>> log_gain(finalists.size(), std::vector<double>(kRounds, 0.0));
+    for (const Task *t : tasks) {
+        std::vector<std::vector<double>> times(finalists.size());
+        std::vector<std::shared_ptr<bench::ConvgradGradient>> grads(finalists.size());
+        for (size_t f = 0; f < finalists.size(); f++) {
+            jit::Options o;
+            o.schedule = finalists[f];
+            o.use_database = false;
+            jit::enable(o);
+            auto g = bench::ConvgradGradient::create(t->p, t->d, Device::kCpu, Backend::kJit);
+            if (!g.is_ok() || !g.value->execute()) return {};  // measured fine before: give up on this variant
+            grads[f] = g.value;  // the kernel stays loaded; execute() looks it up by the options at call time
+        }
+        for (int round = 0; round < kRounds; round++) {
+            for (size_t f = 0; f < finalists.size(); f++) {
+                progress_bar(0, 0, "confirming " + t->variant + " on " + t->problem + " " + t->dir);
+                jit::Options o;
+                o.schedule = finalists[f];
+                o.use_database = false;
+                jit::enable(o);
+                times[f].push_back(bench::median_ms([&] { grads[f]->execute(); }, min_time));
+            }
+        }
+        for (size_t f = 0; f < finalists.size(); f++) {
+            for (int round = 0; round < kRounds; round++) log_gain[f][round] += std::log(times[0][round] / times[f][round]);
+        }
+    }
+    std::vector<std::pair<double, std::string>> out;
+    for (size_t f = 1; f < finalists.size(); f++) {
+        const double worst = *std::min_element(log_gain[f].begin(), log_gain[f].end());
+        out.push_back({std::exp(worst / tasks.size()), finalists[f]});
+    }
+    std::sort(out.rbegin(), out.rend());
+    return out;
 }
 
 void progress_bar(size_t done, size_t total, const std::string &what) {
@@ -252,10 +303,14 @@ int tune_command(int argc, char **argv) {
                 log_sum += std::log(d->second / c->second);
             }
             const double gain = complete ? std::exp(log_sum / ts.size()) : 0;
-            // Only gains above measurement noise replace the defaults.
-            if (gain > 1.03) ranked.push_back({gain, cand});
+            if (gain > 1.0) ranked.push_back({gain, cand});
         }
         std::sort(ranked.rbegin(), ranked.rend());
+        // One pass over a shared machine is noisy: the finalists are measured again against
+        // the defaults, interleaved, and ranked by that.
+        if (!ranked.empty()) ranked = confirm(ts, ranked, min_time);
+        // Only gains above measurement noise replace the defaults.
+        while (!ranked.empty() && ranked.back().first <= 1.03) ranked.pop_back();
         std::string best;
         double best_gain = 1.0;
         for (const auto &[gain, cand] : ranked) {
