@@ -80,6 +80,22 @@ std::string measurement_key(const std::string &line, const std::string &dir, DTy
 // zeros on 10-pixel rows). So the candidate is also compiled for the task's problem with
 // narrow and small rows, batch 1, wherever the registry still picks the same variant, and
 // compared with the AOT kernel.
+void progress_bar(size_t done, size_t total, const std::string &what) {
+    const int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu %-60.60s", std::string(filled, '#').c_str(),
+                 std::string(width - filled, ' ').c_str(), done, total, what.c_str());
+    std::fflush(stderr);
+}
+
+// JIT kernels from here on are compiled with these schedule parameters, against the
+// schedules' own defaults ("" = the defaults; the database is not consulted).
+Status use_candidate(const std::string &schedule) {
+    jit::Options o;
+    o.schedule = schedule;
+    o.use_database = false;
+    return jit::enable(o);
+}
+
 // How far a candidate's result may be from the AOT kernel's (another summation order).
 double tolerance(DType t) { return t == DType::kInt32 ? 0.0 : dtype_size(t) == 2 ? 1e-2 : 1e-4; }
 
@@ -100,18 +116,13 @@ bool correct_on_other_shapes(const Task &t, const std::string &variant, const st
         if (!validate(q)) continue;
         auto aot = bench::ConvgradGradient::create(q, t.d, Device::kCpu, Backend::kAot);
         if (!aot.is_ok() || aot.value->kernel() != variant || !aot.value->execute()) continue;
-        jit::Options o;
-        o.schedule = cand;
-        o.use_database = false;
-        jit::enable(o);
+        use_candidate(cand);
         auto jit = bench::ConvgradGradient::create(q, t.d, Device::kCpu, Backend::kJit);
         if (!jit.is_ok() || !jit.value->execute()) return false;
         if (!(jit.value->relative_error_to(*aot.value) <= tolerance(q.dtype))) return false;
     }
     return true;
 }
-
-void progress_bar(size_t done, size_t total, const std::string &what);
 
 // The top 3 candidates and the defaults, timed again on each of the variant's problems in 3
 // interleaved rounds (defaults, c1, c2, c3, defaults, ...), so a burst of load on the machine
@@ -129,10 +140,7 @@ std::vector<std::pair<double, std::string>> confirm(const std::vector<const Task
         std::vector<std::vector<double>> times(finalists.size());
         std::vector<std::shared_ptr<bench::ConvgradGradient>> grads(finalists.size());
         for (size_t f = 0; f < finalists.size(); f++) {
-            jit::Options o;
-            o.schedule = finalists[f];
-            o.use_database = false;
-            jit::enable(o);
+            use_candidate(finalists[f]);
             auto g = bench::ConvgradGradient::create(t->p, t->d, Device::kCpu, Backend::kJit);
             if (!g.is_ok() || !g.value->execute()) return {};  // measured fine before: give up on this variant
             grads[f] = g.value;  // the kernel stays loaded; execute() looks it up by the options at call time
@@ -140,10 +148,7 @@ std::vector<std::pair<double, std::string>> confirm(const std::vector<const Task
         for (int round = 0; round < kRounds; round++) {
             for (size_t f = 0; f < finalists.size(); f++) {
                 progress_bar(0, 0, "confirming " + t->variant + " on " + t->problem + " " + t->dir);
-                jit::Options o;
-                o.schedule = finalists[f];
-                o.use_database = false;
-                jit::enable(o);
+                use_candidate(finalists[f]);
                 times[f].push_back(bench::median_ms([&] { grads[f]->execute(); }, min_time));
             }
         }
@@ -160,12 +165,6 @@ std::vector<std::pair<double, std::string>> confirm(const std::vector<const Task
     return out;
 }
 
-void progress_bar(size_t done, size_t total, const std::string &what) {
-    const int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
-    std::fprintf(stderr, "\r[%s%s] %zu/%zu %-60.60s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, ' ').c_str(), done, total, what.c_str());
-    std::fflush(stderr);
-}
 
 }  // namespace
 
@@ -249,10 +248,7 @@ int tune_command(int argc, char **argv) {
                 break;
             }
             progress_bar(done, total, t.problem + " " + t.dir + " " + (cand.empty() ? "defaults" : cand));
-            jit::Options o;
-            o.schedule = cand;
-            o.use_database = false;  // candidates against the schedules' own defaults
-            if (Status s = jit::enable(o); !s) return report(s);
+            if (Status s = use_candidate(cand); !s) return report(s);
             auto g = bench::ConvgradGradient::create(t.p, t.d, Device::kCpu, Backend::kJit);
             Status s = g.is_ok() ? g.value->execute() : g.status;  // compiles
             if (!s) {  // a candidate that does not compile or run is skipped, and says why

@@ -165,13 +165,7 @@ public:
             options = options_;
         }
         const std::string text = key_text(base, fixed, options), name = hash_name(text);
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (auto it = memory_.find(name); it != memory_.end()) {
-                if (how != JitLookup::kPeek) stats_.memory_hits++;
-                return it->second.fn;
-            }
-        }
+        if (KernelFn fn = from_memory(name, how != JitLookup::kPeek)) return fn;
         if (how == JitLookup::kPeek) return Status::unsupported("jit: not loaded");
         // One thread per key compiles or loads; the others wait for it, then hit memory.
         std::shared_ptr<std::mutex> key_mutex;
@@ -182,13 +176,7 @@ public:
             key_mutex = m;
         }
         std::lock_guard<std::mutex> key_lock(*key_mutex);
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (auto it = memory_.find(name); it != memory_.end()) {
-                stats_.memory_hits++;
-                return it->second.fn;
-            }
-        }
+        if (KernelFn fn = from_memory(name, true)) return fn;  // another thread loaded it meanwhile
         const fs::path entry = cache_dir_.empty() ? fs::path() : fs::path(cache_dir_) / (name + ".so");
         if (!entry.empty() && fs::exists(entry)) {
             auto l = load(entry, text, name);
@@ -242,6 +230,15 @@ private:
         }
         stats_.disk_cache_writable = writable_;
         return writable_;
+    }
+
+    // A loaded kernel, or nullptr; `count`: a memory hit for the statistics.
+    KernelFn from_memory(const std::string &name, bool count) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = memory_.find(name);
+        if (it == memory_.end()) return nullptr;
+        if (count) stats_.memory_hits++;
+        return it->second.fn;
     }
 
     KernelFn remember(const std::string &name, const Loaded &l, int64_t Stats::*counter) {
