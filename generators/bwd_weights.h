@@ -15,6 +15,9 @@ struct BwdWeightsStages {
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
     Expr unit_stride;
     Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
+    // Sizes for cache blocking the reduction: its rows (n, oz, oy), the bytes of x and dy
+    // one row of dy touches (all groups), and the bytes of the whole filter.
+    Expr reduction_rows, oy_extent, row_bytes, filter_bytes;
 };
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);

@@ -102,9 +102,43 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const Expr vector = s.co_extent >= vec;
     // Small groups (ResNeXt: 4-8 channels per group): half-width vectors beat scalars.
     const Expr half = s.co_extent >= vec / 2;
+    // Cache blocking. Each tile reads every position of x and dy, so with the reduction
+    // innermost and whole, x and dy stream from DRAM once per tile and tap when they outgrow
+    // the cache (rn50_1x1_56: ~257 MB per call; the stem: dy once per each of 49 taps). So
+    // the reduction's rows (n, oz, oy) are cut into chunks of about `chunk_kb` of x and dy,
+    // the chunk loop outermost: every tile and tap of a chunk works on cached rows. A tile
+    // sums one chunk in registers (`part`) and stores it (`sums`, one filter per chunk); the
+    // chunks' filters are then added in order. That costs a write and a read of the filter
+    // per chunk, so chunks stay few enough for it to be at most a quarter of the data's
+    // traffic (rn50_1x1_7's 4 MB filter: one chunk). The chunks depend on sizes only and are
+    // summed in a fixed order: results stay deterministic.
+    const float chunk_bytes = 1024.f * float(s.tuned.get("chunk_kb", 512));
+    const Expr data_bytes = Halide::cast<float>(s.reduction_rows) * s.row_bytes;
+    const Expr chunks = chunk_bytes > 0
+        ? Halide::max(1, Halide::cast<int>(Halide::min(data_bytes / chunk_bytes, data_bytes / (4.f * s.filter_bytes))))
+        : Expr(1);
+    const Expr chunk_rows = (s.reduction_rows + chunks - 1) / chunks;
+    // A chunk is part of a plane (rows of one image) or whole planes: the row loop inside is
+    // a plain loop over oy, and (oz, n) are decoded from a fused index (divisions) once per
+    // plane part, not per row (rn50_1x1_7 has 7 positions per row).
+    // Each factor is max(1, .) so that bounds inference knows its sign: with a factor of
+    // unknown sign, the staged rows of x for chunk u reached back to row 0 (98 MB per chunk).
+    const Expr plane_rows = Halide::max(1, Halide::min(s.oy_extent, chunk_rows));
+    const Expr planes = Halide::max(1, chunk_rows / s.oy_extent);
+    RVar oyo("oyo"), oyi("oyi"), planes_all("planes_all"), chunk("chunk"), plane("plane");
+    Var u("u"), w("w");
+    s.acc.update()
+        .split(oy, oyo, oyi, plane_rows, TailStrategy::GuardWithIf)
+        .fuse(oz, n, planes_all)
+        .split(planes_all, chunk, plane, planes, TailStrategy::GuardWithIf);
+    Func part = s.acc.update().rfactor({{oyo, u}, {chunk, w}});
+    // The tiles are the loops of this pure copy, so their splits may shift inwards at the
+    // edges (updates only allow guards, which made part's size dynamic).
+    Func sums = part.in(s.acc);
+
     auto nest = [&](Stage st, int ci_factor, int co_factor) {
         st.split(s.co, co_o, co_i, co_factor).split(s.ci, ci_o, ci_i, ci_factor)
-            .reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g);
+            .reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g, u, w);
         // Nested parallel loops, not one fused loop: Halide 14 gives the dims of a fused loop
         // their whole range in bounds inference, which sized the tile's accumulators (computed
         // inside) by every tap, as a heap allocation per tile.
@@ -135,24 +169,42 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                     {vector, 1, vec, vec},
                     {half, 1, vec / 2, vec / 2}};
     }
+    sums.compute_root().reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g, u, w);
     for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
-        Stage st = s.dw.specialize(b.condition);
+        Stage st = sums.specialize(b.condition);
         nest(st, b.ci, b.co);
         st.vectorize(co_i, b.lanes).unroll(ci_i);
     }
-    nest(s.dw, 1, 1);
+    nest(sums, 1, 1);
+    // x staged once with its zero border (channels innermost, as in x): the tiles then
+    // broadcast x straight from memory. Read through the boundary condition, every
+    // broadcast needed a bounds test, a clamp and a blend first (8 per 16 FMAs), and the
+    // FMAs ran at ~55 % of the peak. (Staging per chunk instead, computed at the chunk loop,
+    // failed: with runtime split factors, bounds inference sized each chunk's copy from
+    // row 0 up, 98 MB per chunk for the stem.) Staged inputs (16-bit, channels first)
+    // already are.
+    if (!s.staged_inputs && !channels_first) {
+        stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], vec, false);
+    }
 
-    // co is the vector dim: store it innermost, so the tile's vectors are contiguous.
-    s.acc.compute_at(s.dw, co_o).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g);
+    // A tile's sums over one chunk, in registers: co is the vector dim, stored innermost so
+    // the tile's vectors are contiguous.
+    part.compute_at(sums, co_o).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g, u, w);
     for (const Branch &b : branches) {
         // GuardWithIf: see cpu_bwd_data.cpp (keeps every branch's tile a constant size).
-        s.acc.specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
+        part.specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
             .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
-        s.acc.update().specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
-            .reorder(co_vi, co_vo, s.ci, ox, oy, oz, n)
+        part.update().specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
+            .reorder(co_vi, co_vo, s.ci, ox, oyi, plane)
             .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
     }
-    s.acc.update().reorder(s.co, s.ci, ox, oy, oz, n);
+    part.update().reorder(s.co, s.ci, ox, oyi, plane);
+
+    // The chunks' filters added in chunk order, into the output, in parallel over filter rows.
+    s.dw.split(s.ci, ci_o, ci_i, 8, TailStrategy::GuardWithIf).vectorize(s.co, vec, TailStrategy::GuardWithIf)
+        .parallel(ci_o).parallel(s.g);
+    s.acc.compute_at(s.dw, ci_o).vectorize(s.co, vec, TailStrategy::GuardWithIf);
+    s.acc.update().reorder(s.co, oyo, chunk, s.ci).vectorize(s.co, vec, TailStrategy::GuardWithIf);
 }
 
 }  // namespace convgrad::gen

@@ -188,5 +188,20 @@ TEST(TfEdge, EveryTileBranch) {
     }
 }
 
+// Filter gradients large enough for the reduction's cache blocking (cpu_bwd_weights.cpp:
+// chunks of ~512 KB of x and dy) to cut it several ways, each with a short last chunk:
+// rows of one image (71 rows: 36 + 35), groups of whole images (29 images: 14 + 14 + 1),
+// whole images with stride 2, grouped channels, and channels first.
+TEST(TfEdge, CacheBlockedFilterGradient) {
+    expect_matches_reference(conv({2, 71, 53, 32}, {3, 3, 32, 48}, "SAME", 1, 1));
+    expect_matches_reference(conv({29, 10, 10, 64}, {3, 3, 64, 64}, "SAME", 1, 1));
+    expect_matches_reference(conv({3, 60, 44, 24}, {3, 3, 24, 40}, "SAME", 2, 2));
+    expect_matches_reference(conv({2, 40, 40, 64}, {3, 3, 8, 64}, "SAME", 1, 1));  // 8 groups
+    TfConv2D c = conv({2, 71, 53, 32}, {3, 3, 32, 48}, "SAME", 1, 1);
+    c.data_format = "NCHW";
+    c.input = {2, 32, 71, 53};
+    expect_matches_reference(c);
+}
+
 }  // namespace
 }  // namespace convgrad::test
