@@ -18,13 +18,21 @@ struct BwdDataStages {
     // x-phase variants (stride 2 along x): x above is q, and p is the phase (canonical.h).
     bool phased = false;
     Var p{"p"};
+    // Pixel-vector variants (_px): layers with at most kPixelVectorChannels input channels per
+    // group (RGB stems) vectorise over pixels along x instead of channels.
+    bool pixel_vectors = false;
     RDom r;          // (co, kx, ky, kz)
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
     Expr unit_stride;     // true when every spatial stride is 1
     Expr c_extent, x_extent, g_extent;
 };
 
+// The most input channels per group the pixel-vector variants are built for (the registry
+// routes no wider layers to them).
+constexpr int kPixelVectorChannels = 4;
+
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout);
+void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target);  // _px variants
 void schedule_bwd_data_gpu(BwdDataStages &s, const Target &target, Layout layout);  // CUDA, OpenCL
 
 }  // namespace convgrad::gen

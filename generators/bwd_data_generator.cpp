@@ -18,6 +18,9 @@ public:
     // even dx width, to it): dx is written through its x-phase view (canonical.h), so each
     // tile covers pixels of one phase, which all take the same taps.
     GeneratorParam<int> x_phases{"x_phases", 1, 1, 2};
+    // true: the variant for few input channels (at most kPixelVectorChannels per group, NXC),
+    // vectorised over pixels (schedules/cpu_bwd_data_pixels.cpp).
+    GeneratorParam<bool> pixel_vectors{"pixel_vectors", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -64,6 +67,7 @@ public:
         // The x-phase variant: x = 2q + p (s.x is q). 2q is on the stride-2 grid, so the x
         // test and offset depend on p only: (2q + p + pb - k*d) / 2 = q + (p + pb - k*d) / 2.
         s.phased = x_phases == 2;
+        s.pixel_vectors = pixel_vectors;
         const Expr i[3] = {s.phased ? Expr(s.p) : Expr(s.x), s.y, s.z};
         Expr o[3], hit = Internal::const_true();
         for (int a = 0; a < 3; a++) {

@@ -21,6 +21,10 @@
 namespace convgrad::gen {
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout) {
+    if (s.pixel_vectors) {
+        schedule_bwd_data_cpu_pixels(s, target);
+        return;
+    }
     // Threads own rows: nested parallel loops over y and n rather than one fused loop. Halide
     // 14 gives the dims of a fused loop their whole range in bounds inference, so the tile's
     // accumulators (computed inside it) were sized by the full y extent: a heap allocation per

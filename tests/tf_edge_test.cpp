@@ -203,5 +203,36 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
     expect_matches_reference(c);
 }
 
+// The pixel-vector data-gradient kernels (_px: at most 4 channels per group, NHWC): each
+// tiled branch (1-4 channels) with rows that are not a whole number of tiles, stride 1
+// (with and without dilation, VALID and SAME) and stride 2 (the x-phase view; the 7x7 stem
+// shape), grouped channels, and rows too narrow for a tile.
+TEST(TfEdge, FewChannelPixelVectors) {
+    const auto expect_kernel = [](TfConv2D c, const std::string &kernel) {
+        ASSERT_TRUE(infer_out_backprop(c));
+        Rng rng(11);
+        const auto w = random_values(num_elements(c.filter), rng), dy = random_values(num_elements(c.out_backprop), rng);
+        const TfRunResult r = run_tf(c, true, w, dy, false);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        EXPECT_EQ(r.kernel, kernel) << describe(c);
+    };
+    for (int64_t channels : {1, 2, 3, 4}) {
+        TfConv2D c = conv({2, 5, 70, channels}, {3, 3, channels, 24}, "SAME", 1, 1);
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_data_f32_nxc_px");
+        c = conv({1, 13, 140, channels}, {7, 7, channels, 20}, "SAME", 2, 2);
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_data_f32_nxc_s2_px");
+    }
+    TfConv2D dilated = conv({1, 9, 131, 3}, {3, 3, 3, 17}, "VALID", 1, 1);
+    dilated.dilations = {1, 2, 2, 1};
+    expect_matches_reference(dilated);
+    expect_matches_reference(conv({2, 6, 66, 6}, {3, 3, 3, 16}, "SAME", 1, 1));   // 2 groups of 3
+    expect_matches_reference(conv({1, 11, 132, 3}, {5, 5, 3, 8}, "VALID", 2, 2));  // stride 2, VALID
+    expect_matches_reference(conv({2, 5, 20, 3}, {3, 3, 3, 24}, "SAME", 1, 1));   // narrower than a tile
+    // Wider layers keep the channel-vector kernels.
+    expect_kernel(conv({1, 5, 70, 5}, {3, 3, 5, 24}, "SAME", 1, 1), "bwd_data_f32_nxc");
+}
+
 }  // namespace
 }  // namespace convgrad::test

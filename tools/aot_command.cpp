@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "convgrad/jit.h"
+#include "kernel_variant.h"
 
 namespace convgrad::cli {
 namespace {
@@ -232,21 +233,18 @@ int aot_command(int argc, char **argv) {
     for (const auto &d : dtype_list.value) {
         const auto generator_dtype = std::find_if(kDtypes.begin(), kDtypes.end(), [&](auto &p) { return p.first == d; })->second;
         for (const auto &op : op_list.value) {
-            // The data gradient's stride-2 variants come with nxc/nxg, first (dispatch order).
-            std::vector<std::string> variants;
-            for (const auto &layout : layout_list.value) {
-                if (op == "bwd_data" && (layout == "nxc" || layout == "nxg")) variants.push_back(layout + "_s2");
-            }
-            for (const auto &layout : layout_list.value) variants.push_back(layout);
-            for (const auto &layout : variants) {
-                const bool s2 = layout.size() > 3 && layout.substr(layout.size() - 3) == "_s2";
-                const std::string params = s2 ? "layout=" + layout.substr(0, 3) + " x_phases=2" : "layout=" + layout;
+            // Variants in dispatch order (kernel_variant.h): stride-2 and pixel-vector ones
+            // with the layouts they refine.
+            const bool pixel_vectors = d == "f32" || d == "f64";
+            for (const auto &layout : kernel_variants(layout_list.value, op == "bwd_data", pixel_vectors)) {
+                std::string params;
+                for (const std::string &p : KernelVariant::parse(layout).generator_params(op == "bwd_data")) params += " " + p;
                 const std::string name = op + "_" + d + "_" + layout, fn = "convgrad_" + name;
                 std::printf("aot: %s\n", fn.c_str());
                 std::fflush(stdout);
                 Status s = run("'" + gen.string() + "' -g convgrad_" + op + " -f " + fn + " -n " + fn + " -o '" +
                                    (dir / "kernels").string() + "' -e static_library,h target=" + kt +
-                                   " dtype=" + generator_dtype + " " + params,
+                                   " dtype=" + generator_dtype + params,
                                dir / "kernels" / (fn + ".log"));
                 if (!s.is_ok()) return report(s);
                 includes += "#include \"" + fn + ".h\"\n";

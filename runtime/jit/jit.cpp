@@ -30,6 +30,7 @@
 #include "convgrad/convgrad.h"
 #include "halide_bridge.h"
 #include "jit_hook.h"
+#include "kernel_variant.h"
 
 extern char **environ;
 
@@ -292,8 +293,6 @@ private:
         } cleanup{dir};
 
         const bool data = base.direction == Direction::kBackwardData;
-        std::string layout = base.layout, x_phases = "1";
-        if (layout.size() > 3 && layout.substr(layout.size() - 3) == "_s2") layout.resize(layout.size() - 3), x_phases = "2";
         std::vector<std::string> gen_args = {generator,
                                              "-g", data ? "convgrad_bwd_data" : "convgrad_bwd_weights",
                                              "-f", "convgrad_jit_" + name,
@@ -302,13 +301,12 @@ private:
                                              "-n", "kernel",
                                              "target=" + jit_target(),
                                              std::string("dtype=") + dtype_name(base.dtype),
-                                             "layout=" + layout,
                                              "fixed=" + fixed};
+        for (const std::string &p : KernelVariant::parse(base.layout).generator_params(data)) gen_args.push_back(p);
         // (The generator's command line rejects an empty value.)
         if (const std::string params = schedule_params(base, options); !params.empty()) {
             gen_args.push_back("schedule=" + params);
         }
-        if (data) gen_args.push_back("x_phases=" + x_phases);
         if (!options.autoscheduler.empty()) {
             std::string lib = options.autoscheduler;
             for (char &c : lib) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

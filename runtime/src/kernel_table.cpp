@@ -1,8 +1,8 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
-// per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, nxc_s2), the
+// per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, nxc_s2_px, nxc_s2), the
 // depthwise kernels (one channel per group: nxg with groups contiguous, ncg with rows
-// contiguous), the channel-contiguous (nxc) one, the row-contiguous (ncx) one, then the
-// stride-agnostic (any) one; then the GPU kernels.
+// contiguous), the channel-contiguous ones (nxc_px for few channels, nxc), the row-contiguous
+// (ncx) one, then the stride-agnostic (any) one; then the GPU kernels.
 // The first entry that accepts a problem runs.
 #include "kernel_registry.h"
 
@@ -25,6 +25,8 @@ constexpr DType dtype_bf16 = DType::kBFloat16;
 constexpr DType dtype_i32 = DType::kInt32;
 constexpr LayoutRequirement layout_nxg_s2 = {kG, true, true};
 constexpr LayoutRequirement layout_nxc_s2 = {kC, false, true};
+constexpr LayoutRequirement layout_nxc_s2_px = {kC, false, true, true};
+constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
 constexpr LayoutRequirement layout_nxc = {kC, false};
@@ -61,6 +63,16 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     // spatial axis) and an even dx width (act1 is dx), so dx splits into two equal phases.
     if (needs.x_phases) {
         if (p.strides[p.spatial_rank - 1] != 2 || act1.extent[kX] % 2 != 0) return false;
+    }
+    // Pixel-vector kernels: few dx channels per group; their tiles span pixels along x, so
+    // every pixel must take the same taps (unit strides, or the x-phase view of stride 2).
+    if (needs.pixel_vectors) {
+        if (act1.extent[kC] > kPixelVectorChannels) return false;
+        if (!needs.x_phases) {
+            for (int a = 0; a < p.spatial_rank; a++) {
+                if (p.strides[a] != 1) return false;
+            }
+        }
     }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);

@@ -1,0 +1,68 @@
+// Kernel variant names and the generator params they stand for, shared by the AOT build's
+// CMake (generators/CMakeLists.txt spells the same rule), the JIT and `convgrad aot`.
+// A variant is a layout with optional suffixes: `_s2` (the data gradient's x-phase view for
+// stride 2 along x) and `_px` (pixel vectors for few input channels), in that order:
+// "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace convgrad {
+
+struct KernelVariant {
+    std::string layout;  // nxc, nxg, ncx, ncg, any
+    bool x_phases = false;
+    bool pixel_vectors = false;
+
+    static KernelVariant parse(std::string name) {
+        KernelVariant v;
+        const auto strip = [&](const char *suffix) {
+            const std::string s = suffix;
+            if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
+                name.resize(name.size() - s.size());
+                return true;
+            }
+            return false;
+        };
+        v.pixel_vectors = strip("_px");
+        v.x_phases = strip("_s2");
+        v.layout = name;
+        return v;
+    }
+
+    // The generator params (`key=value`) after dtype; the data gradient's generator takes
+    // x_phases and pixel_vectors, the filter gradient's neither.
+    std::vector<std::string> generator_params(bool data) const {
+        std::vector<std::string> out = {"layout=" + layout};
+        if (data) {
+            out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
+            out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
+        }
+        return out;
+    }
+};
+
+// The kernel variants of one (direction, dtype) for the given layouts, in dispatch order
+// whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
+// before dense, pixel-vector variants before the dense layout they refine (pixel vectors: f32
+// and f64 only, as in generators/CMakeLists.txt), the generic `any` last.
+inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, bool pixel_vectors) {
+    const auto has = [&](const char *l) {
+        for (const auto &x : layouts) {
+            if (x == l) return true;
+        }
+        return false;
+    };
+    std::vector<std::string> order;
+    if (data) order = {"nxg_s2", "nxc_s2_px", "nxc_s2", "nxg", "ncg", "nxc_px", "nxc", "ncx", "any"};
+    else order = {"nxg", "ncg", "nxc", "ncx", "any"};
+    std::vector<std::string> out;
+    for (const auto &v : order) {
+        const KernelVariant k = KernelVariant::parse(v);
+        if (has(k.layout.c_str()) && (pixel_vectors || !k.pixel_vectors)) out.push_back(v);
+    }
+    return out;
+}
+
+}  // namespace convgrad
