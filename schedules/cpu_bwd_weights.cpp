@@ -34,18 +34,34 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     Var co_o("co_o"), co_i("co_i"), ci_o("ci_o"), ci_i("ci_i"), co_vo("co_vo"), co_vi("co_vi");
 
     if (groups_vectorised) {
-        // Partial sums over chunks of 4 output rows of one image, in parallel; then summed.
+        // Partial sums over chunks of `dw_rows` output rows of one image, in parallel; then
+        // summed in a fixed order.
         RVar oyo("oyo"), oyi("oyi");
         Var u("u"), v("v"), g_o("g_o"), g_i("g_i");
         const int rows = s.tuned.get("dw_rows", 4);
         Func part = s.acc.update().split(oy, oyo, oyi, rows, TailStrategy::GuardWithIf).rfactor({{oyo, u}, {n, v}});
+        // The chunks' sums are stored by a pure copy of `part` whose loops hold the tiles, so
+        // its split of the groups shifts inwards at the edge and each tile (part, computed
+        // per vector of groups) has a constant size: registers. (Tiled in part's own update
+        // loops, whose splits must guard, the tile's size was dynamic and LLVM kept every
+        // FMA's accumulator in memory: a load and a store per FMA.)
+        Func sums = part.in(s.acc);
         // Groups are the vector dim: store them innermost (else every vector is a gather).
         s.acc.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
         s.acc.specialize(s.g_extent >= vec).vectorize(s.g, vec);
         s.acc.update().specialize(s.g_extent >= vec).vectorize(s.g, vec);
-        part.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
-        Var uv("uv");
-        part.fuse(u, v, uv).parallel(uv);
+        sums.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
+        const auto square_2d = [&](int taps) {
+            return s.kx_extent == taps && s.ky_extent == taps && s.kz_extent == 1;
+        };
+        // Nested parallel loops over (image, chunk), not one fused loop (see the NXC tiles).
+        Stage sv = sums.specialize(s.g_extent >= vec);
+        sv.split(s.g, g_o, g_i, vec)
+            .reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, u, v)
+            .vectorize(g_i).parallel(v).parallel(u);
+        // The same loops, specialised on the filter size so the tile's size is a constant.
+        for (int taps : {3, 5}) sv.specialize(square_2d(taps));
+        sums.split(s.g, g_o, g_i, 1).reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, u, v).parallel(v).parallel(u);
         // Each chunk's rows of x, zero border included, staged in cache (groups innermost,
         // the vector dim): the taps then load without the boundary test (6 compares and
         // 2 clamps per vector load) that the border of the padding would need.
@@ -54,43 +70,28 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // Channels-first inputs are already staged whole, transposed (above).
         if (!channels_first) {
             const std::vector<Var> a = s.x_in.args();  // (c, x, y, z, g, n)
-            s.x_in.compute_at(part, uv)
+            s.x_in.compute_at(sums, u)
                 .reorder_storage(a[4], a[0], a[1], a[2], a[3], a[5])
                 .reorder(a[4], a[0], a[1], a[2], a[3], a[5])
                 .vectorize(a[4], vec, TailStrategy::GuardWithIf);
         }
-        // The chunk's sums for one vector of groups and every tap, accumulated in a small
-        // constant-size Func (registers) rather than in `part` in memory, where LLVM kept
-        // each FMA's accumulator as a load and a store.
-        Func tile = part.update().rfactor(std::vector<std::pair<RVar, Var>>{});
-        const auto square_2d = [&](int taps) {
-            return s.kx_extent == taps && s.ky_extent == taps && s.kz_extent == 1;
-        };
-        Stage pu = part.update();
-        pu.fuse(u, v, uv);
-        Stage pv = pu.specialize(s.g_extent >= vec);
-        pv.split(s.g, g_o, g_i, vec, TailStrategy::GuardWithIf)
-            .reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, uv)
-            .vectorize(g_i).parallel(uv);
-        // The same loops, specialised on the filter size so the tile's size is a constant.
-        for (int taps : {3, 5}) pv.specialize(square_2d(taps));
-        pu.split(s.g, g_o, g_i, 1).reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, uv).parallel(uv);
-        tile.compute_at(part, g_o).align_storage(s.g, vec);  // constant size: registers
-        tile.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
-        Stage tv = tile.update().specialize(s.g_extent >= vec);
+        // The tile: one vector of groups, every tap, over the chunk's positions.
+        part.compute_at(sums, g_o).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
+        part.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
+        Stage pv = part.update().specialize(s.g_extent >= vec);
         // Square 3x3 and 5x5 filters: every tap accumulates in its own register while the
         // positions stream past once, so each dy vector feeds 9 (25) independent FMAs.
         // Other shapes: taps outside the positions, one chain per tap, re-reading the chunk
-        // (4 rows of x and dy) from cache once per tap.
+        // (its rows of x and dy) from cache once per tap.
         Var kxo("kxo"), kxi("kxi"), kyo("kyo"), kyi("kyi");
         for (int taps : {3, 5}) {
-            Stage st = tv.specialize(square_2d(taps));
+            Stage st = pv.specialize(square_2d(taps));
             st.split(s.kx, kxo, kxi, taps).split(s.ky, kyo, kyi, taps)
                 .reorder(s.g, kxi, kyi, ox, oyi, oz, kxo, kyo, s.kz)
                 .vectorize(s.g, vec, TailStrategy::GuardWithIf).unroll(kxi).unroll(kyi);
         }
-        tv.reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz).vectorize(s.g, vec, TailStrategy::GuardWithIf);
-        tile.update().reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz);
+        pv.reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz).vectorize(s.g, vec, TailStrategy::GuardWithIf);
+        part.update().reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz);
         return;
     }
 
