@@ -68,6 +68,14 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         parallel_rows(s.dx);
     }
 
+    // NXG depthwise: dy staged per block of `block_rows` dx rows, zero border included, in
+    // cache (the rows the block's taps read; (block + 2) / block of them twice for 3x3). The
+    // tiles then load dy without the boundary test (compares, clamps and a blend per FMA).
+    // (A whole staged copy of dy cost more than it saved: memory bound.)
+    const bool stage_row_blocks = layout == Layout::NXG && !s.staged_inputs;
+    const int block_rows = s.tuned.get("dw_block_rows", 8);
+    Var y_o("y_o"), y_i("y_i");
+
     // The tiled loop nest: the vector dim `v` (c or g) split into its tile, x split into
     // `pixels`, rows parallel.
     const Var v = groups_vectorised ? s.g : s.c;
@@ -88,7 +96,11 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         if (!groups_vectorised) loops.push_back(s.g);
         for (VarOrRVar d : {VarOrRVar(s.y), VarOrRVar(s.z), VarOrRVar(s.n)}) loops.push_back(d);
         st.reorder(loops);
-        parallel_rows(st);
+        if (stage_row_blocks) {
+            st.split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf).parallel(y_o).parallel(s.n);
+        } else {
+            parallel_rows(st);
+        }
     };
     // Branches, widest first: (vector-dim tile, vector width, pixels). Each keeps
     // (tile / width) x pixels accumulator chains in flight. Small groups (ResNeXt: 4-8
@@ -122,6 +134,13 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     }
     nest(out, 1, 1);
 
+    if (stage_row_blocks) {
+        const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
+        s.dy_in.compute_at(out, y_o)
+            .reorder_storage(a[4], a[0], a[1], a[2], a[3], a[5])
+            .reorder(a[4], a[0], a[1], a[2], a[3], a[5])
+            .vectorize(a[4], vec, TailStrategy::GuardWithIf);
+    }
     // Accumulators live per tile: tile x pixels values, all in registers.
     s.acc.compute_at(out, v_o);
     if (groups_vectorised) {  // vectors contiguous

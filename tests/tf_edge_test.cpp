@@ -234,5 +234,17 @@ TEST(TfEdge, FewChannelPixelVectors) {
     expect_kernel(conv({1, 5, 70, 5}, {3, 3, 5, 24}, "SAME", 1, 1), "bwd_data_f32_nxc");
 }
 
+// Depthwise data gradients over several blocks of staged dy rows (8 dx rows per block in
+// cpu_bwd_data.cpp) with a short last block: stride 1, the x-phase stride-2 variant, 5x5
+// VALID, and dilation.
+TEST(TfEdge, DepthwiseRowBlocks) {
+    expect_matches_reference(conv({2, 21, 19, 48}, {3, 3, 1, 48}, "SAME", 1, 1));
+    expect_matches_reference(conv({1, 37, 30, 32}, {3, 3, 1, 32}, "SAME", 2, 2));
+    expect_matches_reference(conv({2, 17, 13, 40}, {5, 5, 1, 40}, "VALID", 1, 1));
+    TfConv2D dilated = conv({1, 19, 23, 16}, {3, 3, 1, 16}, "SAME", 1, 1);
+    dilated.dilations = {1, 2, 2, 1};
+    expect_matches_reference(dilated);
+}
+
 }  // namespace
 }  // namespace convgrad::test
