@@ -191,9 +191,18 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
 
     // The filter, packed once so the vector dim is contiguous for each (co, tap) whatever the
     // user's filter layout (HWIO has c strided by C_out; OIX has g strided by C_out/G*taps).
+    // In parallel and vectorised: done serially, packing rn50_1x1_7's 4 MB filter took a
+    // fifth of the call. Vectors gather along the packed dim; the unrolled output channels
+    // after it reuse their cache lines (HWIO has ci strided by C_out).
     const std::vector<Var> w_args = s.w_local.args();  // (ci, co, kx, ky, kz, g)
+    const Var &packed = groups_vectorised ? w_args[5] : w_args[0];
+    Var wv_o("wv_o"), wv_i("wv_i"), wco_o("wco_o"), wco_i("wco_i");
     s.w_local.compute_root();
     if (groups_vectorised) s.w_local.reorder_storage(w_args[5], w_args[0], w_args[1], w_args[2], w_args[3], w_args[4]);
+    s.w_local.split(packed, wv_o, wv_i, vec, TailStrategy::GuardWithIf)
+        .split(w_args[1], wco_o, wco_i, vec, TailStrategy::GuardWithIf)
+        .reorder(wv_i, wco_i, wv_o, wco_o)
+        .vectorize(wv_i).unroll(wco_i).parallel(wco_o);
 }
 
 }  // namespace convgrad::gen
