@@ -35,11 +35,9 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     const bool channels_first = rows_contiguous(layout);
     // dy is staged (converted, zero border included) once before the tiles when its
     // elements are converted in software (16-bit), in channels-first layouts (transposed so
-    // the vector dim is innermost), and in the dense NXC tiles, where each dy element feeds
-    // many FMAs and the staged copy removes the boundary select from every broadcast
-    // (rn50_3x3_56: 13.1 -> 10.7 ms). Not for NXG depthwise: memory bound, the extra copy
-    // costs more than it saves (mb_dw32_112: 4.4 -> 13.6 ms).
-    if (s.staged_inputs || channels_first || layout == Layout::NXC) {
+    // the vector dim is innermost) and in the x-phase NXC variant. NXC and NXG stage it per
+    // block of rows instead (below).
+    if (s.staged_inputs || channels_first || (layout == Layout::NXC && s.phased)) {
         const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
         stage_vector_dim_innermost(s.dy_in, groups_vectorised ? a[4] : a[0], vec, channels_first);
     }
@@ -68,12 +66,15 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         parallel_rows(s.dx);
     }
 
-    // NXG depthwise: dy staged per block of `block_rows` dx rows, zero border included, in
-    // cache (the rows the block's taps read; (block + 2) / block of them twice for 3x3). The
-    // tiles then load dy without the boundary test (compares, clamps and a blend per FMA).
-    // (A whole staged copy of dy cost more than it saved: memory bound.)
-    const bool stage_row_blocks = layout == Layout::NXG && !s.staged_inputs;
-    const int block_rows = s.tuned.get("dw_block_rows", 8);
+    // NXC and NXG: dy staged per block of `block_rows` dx rows, zero border included, in
+    // cache (the rows the block's taps read; (block + 2) / block of them for 3x3). The tiles
+    // then load dy without the boundary test (compares, clamps and a blend per FMA or per
+    // broadcast). A whole staged copy before the tiles cost a pass over memory: more than it
+    // saved for depthwise layers (memory bound), and rn50_1x1_56 copied 26 MB per call.
+    // (The x-phase NXC variant keeps the whole copy: row blocks measured 10-15 % slower on
+    // rn50_3x3s2_28, not understood yet.)
+    const bool stage_row_blocks = (layout == Layout::NXG || (layout == Layout::NXC && !s.phased)) && !s.staged_inputs;
+    const int block_rows = s.tuned.get("block_rows", 8);
     Var y_o("y_o"), y_i("y_i");
 
     // The tiled loop nest: the vector dim `v` (c or g) split into its tile, x split into
@@ -134,12 +135,13 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     }
     nest(out, 1, 1);
 
-    if (stage_row_blocks) {
+    if (stage_row_blocks) {  // the vector dim (g or co) innermost, then the other channel dim
         const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
+        const Var &inner = groups_vectorised ? a[4] : a[0], &other = groups_vectorised ? a[0] : a[4];
         s.dy_in.compute_at(out, y_o)
-            .reorder_storage(a[4], a[0], a[1], a[2], a[3], a[5])
-            .reorder(a[4], a[0], a[1], a[2], a[3], a[5])
-            .vectorize(a[4], vec, TailStrategy::GuardWithIf);
+            .reorder_storage(inner, other, a[1], a[2], a[3], a[5])
+            .reorder(inner, other, a[1], a[2], a[3], a[5])
+            .vectorize(inner, vec, TailStrategy::GuardWithIf);
     }
     // Accumulators live per tile: tile x pixels values, all in registers.
     s.acc.compute_at(out, v_o);
