@@ -2,10 +2,12 @@
 // and output positions.
 //
 // NXC: a register tile of (ci_tile input channels) x (2 vectors of output channels), reduced
-//   over every output position with the accumulators in registers: per position, ci_tile
-//   broadcasts of x and 2 vector loads of dy feed 2*ci_tile FMAs. Threads split the
-//   (tile, tap, group) space. Smaller problems: a 3-channel tile (RGB stems), one vector of
-//   co per ci, a half vector (small groups), then scalars.
+//   over one cache-sized chunk of output rows with the accumulators in registers: per
+//   position, ci_tile broadcasts of x (staged with its zero border) and 2 vector loads of dy
+//   feed 2*ci_tile FMAs. The chunk loop is outermost; within a chunk, threads split the
+//   (tile, tap, group) space; the chunks' sums are added in order. Smaller problems: a
+//   3-channel tile (RGB stems), one vector of co per ci, a half vector (small groups), then
+//   scalars.
 // NXG (depthwise): vectors over the groups; the reduction over rows is split into fixed
 //   chunks (rfactor) that run in parallel and are summed in a fixed order afterwards.
 // NCX, NCG (channels first: x contiguous): the same tiles as NXC and NXG, on copies of x and
