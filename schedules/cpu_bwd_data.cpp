@@ -3,7 +3,8 @@
 // One register-tiled loop nest for every layout: a tile of (channel or group vectors) x
 // (pixels along x), reduced over output channels and taps with the accumulators in
 // registers; threads own rows (y, n). The vector dim is c (nxc, ncx, any) or g (depthwise:
-// nxg, ncg). The filter is packed once with the vector dim innermost.
+// nxg, ncg). The filter is packed once with the vector dim innermost. NXC and NXG tiles read
+// dy staged per block of rows with its zero border (no boundary tests in the tiles).
 // Channels-first layouts (ncx, ncg: x contiguous) run the same tiles on staged copies: dy is
 // transposed once into vector-dim-innermost order, the tiles write a vector-dim-innermost
 // dx_local, and dx is a transposing copy of it. Two extra passes over memory cost far less
@@ -11,7 +12,8 @@
 // The stride-2 variants (x_phases = 2) run the same tiles over q, the pixels of one phase of
 // x = 2q + p, with p just outside the tiles: every pixel of a tile takes the same taps.
 // Branches by size: 7-pixel rows, 2/1/half-vector tiles over pixels, single vectors, then
-// the few-channel case (rfactor over output channels).
+// the few-channel case (rfactor over output channels). The pixel-vector variants (_px, at
+// most 4 channels per group) have a schedule of their own: cpu_bwd_data_pixels.cpp.
 //
 // Tile sizes follow the register file: 32 vector registers with AVX-512, 16 otherwise.
 // Every tiled branch also has a unit-stride specialisation that drops the tap predicate.
