@@ -137,13 +137,9 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     }
     nest(out, 1, 1);
 
-    if (stage_row_blocks) {  // the vector dim (g or co) innermost, then the other channel dim
+    if (stage_row_blocks) {
         const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
-        const Var &inner = groups_vectorised ? a[4] : a[0], &other = groups_vectorised ? a[0] : a[4];
-        s.dy_in.compute_at(out, y_o)
-            .reorder_storage(inner, other, a[1], a[2], a[3], a[5])
-            .reorder(inner, other, a[1], a[2], a[3], a[5])
-            .vectorize(inner, vec, TailStrategy::GuardWithIf);
+        stage_in_cache(s.dy_in, groups_vectorised ? a[4] : a[0], vec, LoopLevel(out, y_o));
     }
     // Accumulators live per tile: tile x pixels values, all in registers.
     s.acc.compute_at(out, v_o);

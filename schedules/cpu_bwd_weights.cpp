@@ -70,13 +70,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // (Staging dy's rows as well helped G=144, 2.5 -> 1.9 ms, but cost G=32 as much,
         // 1.5 -> 2.2 ms: an extra pass that does not overlap the FMAs.)
         // Channels-first inputs are already staged whole, transposed (above).
-        if (!channels_first) {
-            const std::vector<Var> a = s.x_in.args();  // (c, x, y, z, g, n)
-            s.x_in.compute_at(sums, u)
-                .reorder_storage(a[4], a[0], a[1], a[2], a[3], a[5])
-                .reorder(a[4], a[0], a[1], a[2], a[3], a[5])
-                .vectorize(a[4], vec, TailStrategy::GuardWithIf);
-        }
+        if (!channels_first) stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(sums, u));
         // The tile: one vector of groups, every tap, over the chunk's positions.
         part.compute_at(sums, g_o).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
         part.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);

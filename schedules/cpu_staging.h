@@ -14,11 +14,26 @@ namespace convgrad::gen {
 // The other channel dim (g, or c for depthwise) comes next, as in channels-last memory: a
 // row of the copy then holds every group, so the threads' tasks (rows) are not cut into one
 // per group (rx_g32_28: staging took as long as the convolution).
-inline void stage_vector_dim_innermost(Func f, const Var &inner, int vec, bool transpose) {
+// Stores and computes `f` (c, x, y, z, g, n) with `inner` first and the other channel dim
+// next, as channels-last memory holds a row: the order of every staged copy.
+inline void order_vector_dim_innermost(Func f, const Var &inner) {
     const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
     const Var &other = inner.same_as(a[0]) ? a[4] : a[0];
-    const std::vector<Var> storage = {inner, other, a[1], a[2], a[3], a[5]};
-    f.compute_root().reorder_storage(storage).reorder(inner, other, a[1], a[2], a[3], a[5]);
+    f.reorder_storage(inner, other, a[1], a[2], a[3], a[5]).reorder(inner, other, a[1], a[2], a[3], a[5]);
+}
+
+// Computes `f` inside `at` (a block of rows the consumer's tiles read, kept in cache), in
+// the order above, vectorised along `inner`.
+inline void stage_in_cache(Func f, const Var &inner, int vec, const LoopLevel &at) {
+    f.compute_at(at);
+    order_vector_dim_innermost(f, inner);
+    f.vectorize(inner, vec, TailStrategy::GuardWithIf);
+}
+
+inline void stage_vector_dim_innermost(Func f, const Var &inner, int vec, bool transpose) {
+    const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
+    f.compute_root();
+    order_vector_dim_innermost(f, inner);
     Var vo("vo"), vi("vi"), xo("xo"), xi("xi");
     if (transpose) {
         f.split(inner, vo, vi, vec, TailStrategy::GuardWithIf)

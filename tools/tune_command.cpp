@@ -26,6 +26,7 @@
 #include <set>
 
 #include "commands.h"
+#include "kernel_variant.h"
 #include "convgrad/jit.h"
 #include "suite.h"
 
@@ -43,8 +44,7 @@ std::vector<std::string> candidates(const std::string &variant, const std::strin
     const bool depthwise = variant.find("_nxg") != std::string::npos || variant.find("_ncg") != std::string::npos;
     const auto q = [&](const std::string &k, int v) { return isa + "." + k + ":" + std::to_string(v); };
     if (variant.size() > 4 && variant.substr(variant.size() - 4) == "_any") return out;  // scalar fallback
-    const bool pixel_vectors = variant.size() > 3 && variant.substr(variant.size() - 3) == "_px";
-    if (data && pixel_vectors) {
+    if (data && KernelVariant::parse(variant).pixel_vectors) {
         for (int v : {2, 3, 6}) out.push_back(q("px_vectors", v));
     } else if (data && depthwise) {
         for (int px : {4, 5, 7, 8}) out.push_back(q("pixels", px) + "/" + q("rows7", 0));
