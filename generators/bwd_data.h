@@ -19,7 +19,8 @@ struct BwdDataStages {
     bool phased = false;
     Var p{"p"};
     // Pixel-vector variants (_px): layers with at most kPixelVectorChannels input channels per
-    // group (RGB stems) vectorise over pixels along x instead of channels.
+    // group (RGB stems, NXC) and depthwise layers in channels-first layouts (NCG) vectorise
+    // over pixels along x instead of channels.
     bool pixel_vectors = false;
     RDom r;          // (co, kx, ky, kz)
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
@@ -32,7 +33,7 @@ struct BwdDataStages {
 constexpr int kPixelVectorChannels = 4;
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout);
-void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target);  // _px variants
+void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout layout);  // _px variants
 void schedule_bwd_data_gpu(BwdDataStages &s, const Target &target, Layout layout);  // CUDA, OpenCL
 
 }  // namespace convgrad::gen

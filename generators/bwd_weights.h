@@ -10,10 +10,11 @@ struct BwdWeightsStages {
     Func acc;        // accumulator
     Func x_in, dy_in;  // inputs (x zero-padded) in the accumulator type (schedules may stage them)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
+    bool pixel_vectors = false;  // ncg_px: vectors over output positions along x
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
-    Expr unit_stride;
+    Expr unit_stride, stride_x;
     Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
     // Sizes for cache blocking the reduction: its rows (n, oz, oy), the bytes of x and dy
     // one row of dy touches (all groups), and the bytes of the whole filter.
@@ -21,6 +22,7 @@ struct BwdWeightsStages {
 };
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);
+void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target);  // ncg_px
 void schedule_bwd_weights_gpu(BwdWeightsStages &s, const Target &target, Layout layout);  // CUDA, OpenCL
 
 }  // namespace convgrad::gen

@@ -13,6 +13,10 @@ using namespace canonical;
 
 class BwdWeights : public ConvGradGenerator<BwdWeights> {
 public:
+    // true: the variant for depthwise layers in channels-first layouts (ncg_px), vectorised
+    // over output positions along x (schedules/cpu_bwd_weights_pixels.cpp).
+    GeneratorParam<bool> pixel_vectors{"pixel_vectors", false};
+
     void configure() {
         const Type t = buffer_type();
         x_ = add_input<Buffer<>>("x", t, kActDims);
@@ -33,18 +37,27 @@ public:
             {Range(), {0, x.dim(kX).extent()}, {0, x.dim(kY).extent()},
              {0, x.dim(kZ).extent()}, Range(), Range()});
 
+        // The pixel-vector variant runs the reduction over x in whole vectors: past dy's
+        // width it reads zeros (and x's zero border), so the last vector of a row needs no
+        // masked loads and stores, which kept every accumulator of the tile in memory.
+        const int lanes = pixel_vectors ? get_target().natural_vector_size(at) : 1;
+        const Expr ox_extent = (dy.dim(kX).extent() + lanes - 1) / lanes * lanes;
+        Func dy_source = dy;
+        if (pixel_vectors) dy_source = BoundaryConditions::constant_exterior(dy, Halide::cast(bt, 0), {Range(), {0, dy.dim(kX).extent()}, Range(), Range(), Range(), Range()});
+
         s.x_in = Func("x_in");
         s.dy_in = Func("dy_in");
         {
             Var c, x_, y, z, g, n;
             s.x_in(c, x_, y, z, g, n) = widen(x_padded(c, x_, y, z, g, n));
-            s.dy_in(c, x_, y, z, g, n) = widen(dy(c, x_, y, z, g, n));
+            s.dy_in(c, x_, y, z, g, n) = widen(dy_source(c, x_, y, z, g, n));
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input
         // element once instead of at every one of its uses in the tiles.
         s.staged_inputs = bt.bits() == 16;
+        s.pixel_vectors = pixel_vectors;
 
-        s.r = RDom({{0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
+        s.r = RDom({{0, ox_extent}, {0, dy.dim(kY).extent()},
                     {0, dy.dim(kZ).extent()}, {0, dy.dim(kN).extent()}}, "r");
         const Expr o[3] = {s.r[0], s.r[1], s.r[2]};
         const Expr n = s.r[3];
@@ -72,6 +85,7 @@ public:
         fixed.apply(dw, "dw");
 
         s.unit_stride = unit_stride();
+        s.stride_x = ax[0].stride;
         s.tuned = schedule_params();
         s.co_extent = dw.dim(kCo).extent();
         s.ci_extent = dw.dim(kCi).extent();

@@ -64,7 +64,15 @@ void constrain_activation_strides(BufferLike &b, Layout layout, int dims = canon
         b.dim(d).set_min(0);
     }
     if (layout == Layout::NXC) b.dim(canonical::kC).set_stride(1);
-    if (rows_contiguous(layout)) b.dim(canonical::kX).set_stride(1);
+    // The x-phase view always has two phases.
+    if (dims == canonical::kPhaseActDims) b.dim(canonical::kX + 1).set_bounds(0, 2);
+    // Channels first: x contiguous; in the x-phase view x = 2q + p, p unit-strided.
+    if (rows_contiguous(layout) && dims == canonical::kPhaseActDims) {
+        b.dim(canonical::kX).set_stride(2);
+        b.dim(canonical::kX + 1).set_stride(1);
+    } else if (rows_contiguous(layout)) {
+        b.dim(canonical::kX).set_stride(1);
+    }
     if (layout == Layout::NXG) b.dim(dims - 2).set_stride(1);
     // One channel per group: telling Halide the channel extent is 1 removes the channel
     // loops, so the tiles' accumulators stay in registers.

@@ -24,7 +24,7 @@ namespace convgrad::gen {
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout) {
     if (s.pixel_vectors) {
-        schedule_bwd_data_cpu_pixels(s, target);
+        schedule_bwd_data_cpu_pixels(s, target, layout);
         return;
     }
     // Threads own rows: nested parallel loops over y and n rather than one fused loop. Halide

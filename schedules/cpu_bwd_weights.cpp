@@ -21,6 +21,10 @@
 namespace convgrad::gen {
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout) {
+    if (s.pixel_vectors) {
+        schedule_bwd_weights_cpu_pixels(s, target);
+        return;
+    }
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
     const bool groups_vectorised = one_channel_per_group(layout);
     const bool channels_first = rows_contiguous(layout);

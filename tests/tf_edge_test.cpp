@@ -246,5 +246,54 @@ TEST(TfEdge, DepthwiseRowBlocks) {
     expect_matches_reference(dilated);
 }
 
+// Depthwise layers in NCHW with rows of at least 16 pixels take the row-vector kernels
+// (ncg_px, ncg_s2_px: schedules/cpu_bwd_*_pixels.cpp): each tile branch (4, 2 and 1 vectors,
+// the last tile shifted inwards), rows that are not a whole number of vectors (the filter
+// gradient's reduction reads zeros past dy's width), stride 2 in both directions (the data
+// gradient's x-phase view), 5x5 and non-square filters, dilation, a stride the filter
+// gradient loads through gathers, and rows too narrow for a vector (channel-vector ncg).
+TEST(TfEdge, DepthwiseChannelsFirstRows) {
+    const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding, int64_t stride) {
+        TfConv2D t = conv({n, c, h, w}, {k, k, 1, c}, std::move(padding), stride, stride);
+        t.data_format = "NCHW";
+        t.strides = {1, 1, stride, stride};
+        return t;
+    };
+    const auto expect_kernels = [](TfConv2D c, const std::string &data, const std::string &filter) {
+        ASSERT_TRUE(infer_out_backprop(c));
+        SCOPED_TRACE(describe(c));
+        Rng rng(13);
+        const auto x = random_values(num_elements(c.input), rng), w = random_values(num_elements(c.filter), rng);
+        const auto dy = random_values(num_elements(c.out_backprop), rng);
+        for (bool input_grad : {true, false}) {
+            const TfRunResult r = run_tf(c, input_grad, input_grad ? w : x, dy, false);
+            ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+            EXPECT_EQ(r.kernel, input_grad ? data : filter);
+        }
+    };
+    for (int64_t width : {16, 19, 40, 70, 131}) {
+        expect_matches_reference(nchw(2, 5, width, 6, 3, "SAME", 1));
+        expect_kernels(nchw(2, 5, width, 6, 3, "SAME", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
+        expect_matches_reference(nchw(1, 9, 2 * width, 5, 3, "SAME", 2));
+        expect_matches_reference(nchw(2, 7, width, 3, 5, "VALID", 1));
+    }
+    expect_kernels(nchw(1, 9, 64, 5, 3, "SAME", 2), "bwd_data_f32_ncg_s2_px", "bwd_weights_f32_ncg_px");
+    expect_matches_reference(nchw(1, 10, 67, 4, 3, "SAME", 2));  // odd width: stride 2 without phases
+    expect_matches_reference(nchw(1, 11, 50, 4, 3, "VALID", 3));  // stride 3: gathered loads of x
+    TfConv2D dilated = nchw(2, 9, 37, 4, 3, "SAME", 1);
+    dilated.dilations = {1, 1, 2, 2};
+    expect_matches_reference(dilated);
+    TfConv2D wide = nchw(2, 6, 45, 4, 3, "SAME", 1);  // a 1x3 filter: the taps' general loop
+    wide.filter = {1, 3, 1, 4};
+    expect_matches_reference(wide);
+    TfConv2D native = nchw(2, 6, 33, 8, 3, "SAME", 1);  // DepthwiseConv2dNative's filter
+    native.depthwise = true;
+    native.filter = {3, 3, 8, 1};
+    expect_matches_reference(native);
+    // Rows narrower than a vector keep the channel-vector kernels.
+    expect_kernels(nchw(2, 7, 14, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+    expect_matches_reference(nchw(2, 7, 14, 24, 3, "SAME", 1));
+}
+
 }  // namespace
 }  // namespace convgrad::test

@@ -23,11 +23,15 @@ struct LayoutRequirement {
     bool x_phases = false;       // stride-2 variants (_s2): stride 2 along x, even dx width;
                                  // dx is passed through its 7-D x-phase view (canonical.h)
     bool pixel_vectors = false;  // few-channel variants (_px): at most kPixelVectorChannels
-                                 // dx channels per group; unit strides unless x_phases
+                                 // dx channels per group; data gradient: unit strides unless
+                                 // x_phases; ncg_px: rows of at least kPixelVectorMinRow
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
 constexpr int kPixelVectorChannels = 4;
+// The narrowest rows the channels-first pixel-vector variants (ncg_px) take: one AVX-512
+// vector of float32 (they vectorise along rows).
+constexpr int kPixelVectorMinRow = 16;
 
 // Where a call runs: the device, and for CUDA the device's compute capability.
 struct Placement {
@@ -37,7 +41,7 @@ struct Placement {
 
 struct KernelEntry {
     const char *name;
-    const char *layout;  // "nxg_s2", "nxc_s2_px", "nxc_s2", "nxg", "ncg", "nxc_px", "nxc", "ncx", "any"
+    const char *layout;  // "nxg_s2", "ncg_s2_px", "nxc_s2_px", "nxc_s2", "nxg", "ncg_px", "ncg", "nxc_px", "nxc", "ncx", "any"
     Direction direction;
     DType dtype;
     LayoutRequirement needs;

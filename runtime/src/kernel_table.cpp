@@ -1,7 +1,8 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
-// per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, nxc_s2_px, nxc_s2), the
-// depthwise kernels (one channel per group: nxg with groups contiguous, ncg with rows
-// contiguous), the channel-contiguous ones (nxc_px for few channels, nxc), the row-contiguous
+// per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
+// nxc_s2), the
+// depthwise kernels (one channel per group: nxg with groups contiguous, ncg_px and ncg with
+// rows contiguous), the channel-contiguous ones (nxc_px for few channels, nxc), the row-contiguous
 // (ncx) one, then the stride-agnostic (any) one; then the GPU kernels.
 // The first entry that accepts a problem runs.
 #include "kernel_registry.h"
@@ -24,10 +25,12 @@ constexpr DType dtype_f16 = DType::kFloat16;
 constexpr DType dtype_bf16 = DType::kBFloat16;
 constexpr DType dtype_i32 = DType::kInt32;
 constexpr LayoutRequirement layout_nxg_s2 = {kG, true, true};
+constexpr LayoutRequirement layout_ncg_s2_px = {kX, true, true, true};
 constexpr LayoutRequirement layout_nxc_s2 = {kC, false, true};
 constexpr LayoutRequirement layout_nxc_s2_px = {kC, false, true, true};
 constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
+constexpr LayoutRequirement layout_ncg_px = {kX, true, false, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
 constexpr LayoutRequirement layout_nxc = {kC, false};
 constexpr LayoutRequirement layout_ncx = {kX, false};
@@ -64,15 +67,20 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     if (needs.x_phases) {
         if (p.strides[p.spatial_rank - 1] != 2 || act1.extent[kX] % 2 != 0) return false;
     }
-    // Pixel-vector kernels: few dx channels per group; their tiles span pixels along x, so
-    // every pixel must take the same taps (unit strides, or the x-phase view of stride 2).
+    // Pixel-vector kernels: few dx channels per group. The data gradient's tiles span pixels
+    // along x, so every pixel must take the same taps (unit strides, or the x-phase view of
+    // stride 2). Channels-first ones (ncg_px) vectorise along rows (dx's for the data
+    // gradient, dy's for the filter gradient): rows (of one x phase) narrower than
+    // kPixelVectorMinRow would leave most lanes empty, and go to the channel-vector kernels.
     if (needs.pixel_vectors) {
         if (act1.extent[kC] > kPixelVectorChannels) return false;
-        if (!needs.x_phases) {
+        if (d == Direction::kBackwardData && !needs.x_phases) {
             for (int a = 0; a < p.spatial_rank; a++) {
                 if (p.strides[a] != 1) return false;
             }
         }
+        const int row = act1.extent[kX] / (needs.x_phases ? 2 : 1);  // pixels of one phase
+        if (needs.unit_stride_dim == kX && row < kPixelVectorMinRow) return false;
     }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);

@@ -31,14 +31,12 @@ struct KernelVariant {
         return v;
     }
 
-    // The generator params (`key=value`) after dtype; the data gradient's generator takes
-    // x_phases and pixel_vectors, the filter gradient's neither.
+    // The generator params (`key=value`) after dtype; both generators take pixel_vectors,
+    // only the data gradient's takes x_phases.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
-        if (data) {
-            out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
-            out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
-        }
+        if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
+        out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         return out;
     }
 };
@@ -55,8 +53,8 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
         return false;
     };
     std::vector<std::string> order;
-    if (data) order = {"nxg_s2", "nxc_s2_px", "nxc_s2", "nxg", "ncg", "nxc_px", "nxc", "ncx", "any"};
-    else order = {"nxg", "ncg", "nxc", "ncx", "any"};
+    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "nxc_s2", "nxg", "ncg_px", "ncg", "nxc_px", "nxc", "ncx", "any"};
+    else order = {"nxg", "ncg_px", "ncg", "nxc", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
