@@ -1,18 +1,20 @@
 // CPU schedules of the data gradient's pixel-vector variants (_px), vectorised over pixels
 // along x instead of channels.
 //
-// nxc_px, nxc_s2_px: layers with at most kPixelVectorChannels input channels per group, NXC,
-// like the RGB stem of every ImageNet network. Vectors over channels would be mostly empty there (3 of 16 lanes), and the
-// channel-vector schedule fell back to one output at a time (rn50_stem: 150 ms, 0.17x
-// oneDNN). Here a register tile holds C channels x `px_vectors` vectors of pixels along x:
-// per (output channel, tap) it loads px_vectors vectors of dy and broadcasts C filter
-// values into C x px_vectors FMAs.
-//   - dy is staged transposed, x innermost, so each vector of pixels is one contiguous load
-//     (NXC dy has x at a stride of C_out).
+// nxc_px, nxc_s2_px, ncx_px, ncx_s2_px: layers with at most kPixelVectorChannels input
+// channels per group, like the RGB stem of every ImageNet network. Vectors over channels
+// would be mostly empty there (3 of 16 lanes), and the channel-vector schedule fell back to
+// one output at a time (rn50_stem: 150 ms, 0.17x oneDNN). Here a register tile holds
+// C channels x `px_vectors` vectors of pixels along x: per (output channel, tap) it loads
+// px_vectors vectors of dy and broadcasts C filter values into C x px_vectors FMAs.
+//   - dy is staged with x innermost, so each vector of pixels is one contiguous load (NXC dy
+//     has x at a stride of C_out: transposed; NCX: copied with its zero border).
 //   - Stride 2 along x runs on the x-phase view (x = 2q + p, tiles over q), so all pixels of
 //     a tile take the same taps; stride 1 drops the tap predicate (unit-stride
 //     specialisation). The registry sends no other strides here.
-//   - The tile stores C x px_vectors vectors interleaved: dx's channels are contiguous.
+//   - NXC: the tile stores C x px_vectors vectors interleaved (dx's channels contiguous).
+//     NCX: one run of pixels per channel; with stride 2 both phases are in the tile and
+//     interleave.
 //
 // ncg_px, ncg_s2_px: depthwise layers in channels-first layouts (NCHW: x contiguous, one
 // channel per group), unit strides or stride 2 along x (the x-phase view), rows of at least
@@ -84,25 +86,35 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
     const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
     Var x_o("x_o"), x_i("x_i"), xv_o("xv_o"), xv_i("xv_i"), co_o("co_o"), co_i("co_i");
 
-    // dy transposed once: x innermost. The gathers of each x vector (one channel, vec pixels)
-    // are unrolled over vec channels so they share cache lines.
+    // dy staged once with its zero border, x innermost. NXC: transposed, the gathers of each
+    // x vector (one channel, vec pixels) unrolled over vec channels so they share cache
+    // lines. NCX: rows copied as they are.
     {
         const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
         s.dy_in.compute_root()
             .reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5])
             .split(a[1], x_o, x_i, vec, TailStrategy::GuardWithIf)
-            .split(a[0], co_o, co_i, vec, TailStrategy::GuardWithIf)
+            .split(a[0], co_o, co_i, layout == Layout::NCX ? 1 : vec, TailStrategy::GuardWithIf)
             .reorder(x_i, co_i, x_o, co_o, a[2], a[3], a[4], a[5])
             .vectorize(x_i).unroll(co_i)
             .parallel(a[5]).parallel(a[2]);
     }
     s.w_local.compute_root();
 
+    // The x-phase view in NCX (ncx_s2_px): both phases in the tile, p just outside the
+    // vectors, so each vector's two stride-2 stores interleave into contiguous ones (NXC
+    // stores channels x pixels contiguously with the phase outside the tile).
+    const bool phases_in_tile = s.phased && layout == Layout::NCX;
     std::vector<Var> rows = {s.y, s.z, s.g, s.n};
+    Var x_v("x_v"), x_l("x_l");
     auto nest = [&](Stage st, int pixels) {
         st.split(s.x, x_o, x_i, pixels);
-        std::vector<VarOrRVar> loops = {s.c, x_i, x_o};
-        if (s.phased) loops.push_back(s.p);
+        // NXC: channels innermost (contiguous in dx); NCX: outside the pixels (and phases).
+        std::vector<VarOrRVar> loops = {x_i};
+        if (phases_in_tile) loops.push_back(s.p);
+        loops.insert(layout == Layout::NCX ? loops.end() : loops.begin(), s.c);
+        loops.push_back(x_o);
+        if (s.phased && !phases_in_tile) loops.push_back(s.p);
         for (const Var &d : rows) loops.push_back(d);
         st.reorder(loops).parallel(s.y).parallel(s.n);
     };
@@ -111,8 +123,9 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
         // c's extent is substituted in each branch, so the tile has a constant size.
         Stage st = s.dx.specialize(s.c_extent == channels && s.x_extent >= tile_pixels);
         nest(st, tile_pixels);
-        // Channels and pixels stored together: one contiguous run of channels x pixels.
-        st.vectorize(x_i, vec).unroll(x_i).unroll(s.c);
+        // NXC: channels and pixels stored together, one contiguous run of channels x pixels.
+        st.split(x_i, x_v, x_l, vec).vectorize(x_l).unroll(x_v).unroll(s.c);
+        if (phases_in_tile) st.reorder(x_l, s.p, x_v).unroll(s.p);
     }
     nest(s.dx, 1);
 
@@ -126,9 +139,15 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
         .vectorize(xv_i).unroll(xv_o).unroll(c_i);
     Stage au = s.acc.update();
     au.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
-        .split(s.c, c_o, c_i, kPixelVectorChannels, TailStrategy::GuardWithIf)
-        .reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz)
-        .vectorize(xv_i).unroll(xv_o).unroll(c_i);
+        .split(s.c, c_o, c_i, kPixelVectorChannels, TailStrategy::GuardWithIf);
+    if (phases_in_tile) {
+        // The phase outside the taps: its taps' predicate folds to one test per tap.
+        s.acc.unroll(s.p);
+        au.reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz, s.p).unroll(s.p);
+    } else {
+        au.reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz);
+    }
+    au.vectorize(xv_i).unroll(xv_o).unroll(c_i);
     au.specialize(s.unit_stride);
 }
 

@@ -203,7 +203,7 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
     expect_matches_reference(c);
 }
 
-// The pixel-vector data-gradient kernels (_px: at most 4 channels per group, NHWC): each
+// The pixel-vector data-gradient kernels (_px: at most 4 channels per group): each
 // tiled branch (1-4 channels) with rows that are not a whole number of tiles, stride 1
 // (with and without dilation, VALID and SAME) and stride 2 (the x-phase view; the 7x7 stem
 // shape), grouped channels, and rows too narrow for a tile.
@@ -232,6 +232,30 @@ TEST(TfEdge, FewChannelPixelVectors) {
     expect_matches_reference(conv({2, 5, 20, 3}, {3, 3, 3, 24}, "SAME", 1, 1));   // narrower than a tile
     // Wider layers keep the channel-vector kernels.
     expect_kernel(conv({1, 5, 70, 5}, {3, 3, 5, 24}, "SAME", 1, 1), "bwd_data_f32_nxc");
+
+    // NCHW (ncx_px, ncx_s2_px: dy read along its rows, both x phases in a tile), and rows too
+    // narrow for a vector, which keep the channel-vector ncx kernel.
+    const auto nchw = [](TfConv2D c) {
+        c.data_format = "NCHW";
+        c.input = {c.input[0], c.input[3], c.input[1], c.input[2]};
+        c.strides = {1, 1, c.strides[1], c.strides[2]};
+        c.dilations = {1, 1, c.dilations[1], c.dilations[2]};
+        return c;
+    };
+    for (int64_t channels : {1, 2, 3, 4}) {
+        TfConv2D c = nchw(conv({2, 5, 70, channels}, {3, 3, channels, 24}, "SAME", 1, 1));
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_data_f32_ncx_px");
+        c = nchw(conv({1, 13, 140, channels}, {7, 7, channels, 20}, "SAME", 2, 2));
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_data_f32_ncx_s2_px");
+    }
+    expect_matches_reference(nchw(dilated));
+    expect_matches_reference(nchw(conv({1, 11, 132, 3}, {5, 5, 3, 8}, "VALID", 2, 2)));
+    expect_matches_reference(nchw(conv({1, 7, 33, 3}, {3, 3, 3, 8}, "SAME", 2, 2)));  // odd: no phases
+    const TfConv2D narrow = nchw(conv({2, 5, 12, 3}, {3, 3, 3, 24}, "SAME", 1, 1));
+    expect_matches_reference(narrow);
+    expect_kernel(narrow, "bwd_data_f32_ncx");
 }
 
 // Depthwise data gradients over several blocks of staged dy rows (8 dx rows per block in

@@ -24,12 +24,12 @@ struct LayoutRequirement {
                                  // dx is passed through its 7-D x-phase view (canonical.h)
     bool pixel_vectors = false;  // few-channel variants (_px): at most kPixelVectorChannels
                                  // dx channels per group; data gradient: unit strides unless
-                                 // x_phases; ncg_px: rows of at least kPixelVectorMinRow
+                                 // x_phases; ncg_px, ncx_px: rows of at least kPixelVectorMinRow
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
 constexpr int kPixelVectorChannels = 4;
-// The narrowest rows the channels-first pixel-vector variants (ncg_px) take: one AVX-512
+// The narrowest rows the channels-first pixel-vector variants (ncg_px, ncx_px) take: one AVX-512
 // vector of float32 (they vectorise along rows).
 constexpr int kPixelVectorMinRow = 16;
 
@@ -41,7 +41,7 @@ struct Placement {
 
 struct KernelEntry {
     const char *name;
-    const char *layout;  // "nxg_s2", "ncg_s2_px", "nxc_s2_px", "nxc_s2", "nxg", "ncg_px", "ncg", "nxc_px", "nxc", "ncx", "any"
+    const char *layout;  // "nxg_s2", "ncg_s2_px", ..., "ncx_px", "ncx", "any" (kernel_variant.h)
     Direction direction;
     DType dtype;
     LayoutRequirement needs;

@@ -1,9 +1,9 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
 // per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
-// nxc_s2), the
-// depthwise kernels (one channel per group: nxg with groups contiguous, ncg_px and ncg with
-// rows contiguous), the channel-contiguous ones (nxc_px for few channels, nxc), the row-contiguous
-// (ncx) one, then the stride-agnostic (any) one; then the GPU kernels.
+// ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
+// contiguous, ncg_px and ncg with rows contiguous), the channel-contiguous ones (nxc_px for
+// few channels, nxc), the row-contiguous ones (ncx_px for few channels, ncx), then the
+// stride-agnostic (any) one; then the GPU kernels.
 // The first entry that accepts a problem runs.
 #include "kernel_registry.h"
 
@@ -26,6 +26,7 @@ constexpr DType dtype_bf16 = DType::kBFloat16;
 constexpr DType dtype_i32 = DType::kInt32;
 constexpr LayoutRequirement layout_nxg_s2 = {kG, true, true};
 constexpr LayoutRequirement layout_ncg_s2_px = {kX, true, true, true};
+constexpr LayoutRequirement layout_ncx_s2_px = {kX, false, true, true};
 constexpr LayoutRequirement layout_nxc_s2 = {kC, false, true};
 constexpr LayoutRequirement layout_nxc_s2_px = {kC, false, true, true};
 constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
@@ -33,6 +34,7 @@ constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_px = {kX, true, false, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
 constexpr LayoutRequirement layout_nxc = {kC, false};
+constexpr LayoutRequirement layout_ncx_px = {kX, false, false, true};
 constexpr LayoutRequirement layout_ncx = {kX, false};
 constexpr LayoutRequirement layout_any = {kNone, false};
 constexpr Device device_cuda = Device::kCuda;
@@ -69,7 +71,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     }
     // Pixel-vector kernels: few dx channels per group. The data gradient's tiles span pixels
     // along x, so every pixel must take the same taps (unit strides, or the x-phase view of
-    // stride 2). Channels-first ones (ncg_px) vectorise along rows (dx's for the data
+    // stride 2). Channels-first ones (ncg_px, ncx_px) vectorise along rows (dx's for the data
     // gradient, dy's for the filter gradient): rows (of one x phase) narrower than
     // kPixelVectorMinRow would leave most lanes empty, and go to the channel-vector kernels.
     if (needs.pixel_vectors) {

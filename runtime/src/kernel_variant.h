@@ -53,7 +53,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
         return false;
     };
     std::vector<std::string> order;
-    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "nxc_s2", "nxg", "ncg_px", "ncg", "nxc_px", "nxc", "ncx", "any"};
+    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_px", "ncg", "nxc_px", "nxc", "ncx_px", "ncx", "any"};
     else order = {"nxg", "ncg_px", "ncg", "nxc", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
