@@ -84,7 +84,7 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
         return;
     }
     const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
-    Var x_o("x_o"), x_i("x_i"), xv_o("xv_o"), xv_i("xv_i"), co_o("co_o"), co_i("co_i");
+    Var x_o("x_o"), x_i("x_i"), xv_o("xv_o"), xv_i("xv_i"), co_o("co_o"), co_i("co_i"), c_o("c_o"), c_i("c_i");
 
     // dy staged once with its zero border, x innermost. NXC: transposed, the gathers of each
     // x vector (one channel, vec pixels) unrolled over vec channels so they share cache
@@ -105,41 +105,71 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
     // vectors, so each vector's two stride-2 stores interleave into contiguous ones (NXC
     // stores channels x pixels contiguously with the phase outside the tile).
     const bool phases_in_tile = s.phased && layout == Layout::NCX;
+    const int phases = phases_in_tile ? 2 : 1;
     std::vector<Var> rows = {s.y, s.z, s.g, s.n};
     Var x_v("x_v"), x_l("x_l");
-    auto nest = [&](Stage st, int pixels) {
-        st.split(s.x, x_o, x_i, pixels);
+    auto nest = [&](Stage st, int channels, int pixels) {
+        st.split(s.c, c_o, c_i, channels).split(s.x, x_o, x_i, pixels);
         // NXC: channels innermost (contiguous in dx); NCX: outside the pixels (and phases).
         std::vector<VarOrRVar> loops = {x_i};
         if (phases_in_tile) loops.push_back(s.p);
-        loops.insert(layout == Layout::NCX ? loops.end() : loops.begin(), s.c);
-        loops.push_back(x_o);
+        loops.insert(layout == Layout::NCX ? loops.end() : loops.begin(), c_i);
+        for (const Var &d : {x_o, c_o}) loops.push_back(d);
         if (s.phased && !phases_in_tile) loops.push_back(s.p);
         for (const Var &d : rows) loops.push_back(d);
         st.reorder(loops).parallel(s.y).parallel(s.n);
     };
-    const int tile_pixels = px_vectors * vec;
-    for (int channels = 1; channels <= kPixelVectorChannels; channels++) {
-        // c's extent is substituted in each branch, so the tile has a constant size.
-        Stage st = s.dx.specialize(s.c_extent == channels && s.x_extent >= tile_pixels);
-        nest(st, tile_pixels);
+    // The tiles: (channels, pixel vectors). NXC (at most 4 channels, the registry's rule):
+    // exactly C channels x px_vectors. NCX takes any channel count and rows of at least one
+    // vector: tiles of px_vectors, 2 and 1 vectors (the last tile of a row shifts inwards),
+    // each over as many channels as keep the accumulators within ~3/4 of the registers (6
+    // channels x 4 vectors with AVX-512), then fewer for narrow layers (the last channel
+    // tile shifts inwards too). Per (output channel, tap): one load per vector and one
+    // broadcast per channel feed channels x vectors FMAs.
+    struct Tile {
+        Expr condition;
+        int channels, vectors;
+    };
+    std::vector<Tile> tiles;
+    const int budget = vector_registers(target) * 3 / 4;
+    int widest = kPixelVectorChannels;
+    if (layout == Layout::NCX) {
+        for (int v = px_vectors; v >= 1; v = v > 2 ? 2 : v - 1) {
+            const int wide = std::max(1, std::min(8, budget / (v * phases)));
+            widest = std::max(widest, wide);
+            std::vector<int> counts = {wide};
+            if (v == px_vectors) {
+                for (int ch : {4, 3, 2}) {
+                    if (ch < wide) counts.push_back(ch);
+                }
+            }
+            if (wide > 1) counts.push_back(1);
+            for (int ch : counts) tiles.push_back({s.c_extent >= ch && s.x_extent >= v * vec, ch, v});
+        }
+    } else {
+        for (int ch = 1; ch <= kPixelVectorChannels; ch++) {
+            tiles.push_back({s.c_extent == ch && s.x_extent >= px_vectors * vec, ch, px_vectors});
+        }
+    }
+    for (const Tile &tile : tiles) {
+        Stage st = s.dx.specialize(tile.condition);
+        nest(st, tile.channels, tile.vectors * vec);
         // NXC: channels and pixels stored together, one contiguous run of channels x pixels.
-        st.split(x_i, x_v, x_l, vec).vectorize(x_l).unroll(x_v).unroll(s.c);
+        st.split(x_i, x_v, x_l, vec).vectorize(x_l).unroll(x_v).unroll(c_i);
         if (phases_in_tile) st.reorder(x_l, s.p, x_v).unroll(s.p);
     }
-    nest(s.dx, 1);
+    nest(s.dx, 1, 1);
 
     // The tile's accumulators. Channels split by the widest tile, guarded: a constant loop to
-    // unroll in every branch (the guards fold where c's extent is a constant).
-    Var c_o("c_o"), c_i("c_i");
+    // unroll in every branch (the guards fold where the tile's channel count is a constant).
     s.acc.compute_at(s.dx, x_o).reorder_storage(s.x, s.c);
     s.acc.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
-        .split(s.c, c_o, c_i, kPixelVectorChannels, TailStrategy::GuardWithIf)
+        .split(s.c, c_o, c_i, widest, TailStrategy::GuardWithIf)
         .reorder(xv_i, xv_o, c_i, c_o)
         .vectorize(xv_i).unroll(xv_o).unroll(c_i);
     Stage au = s.acc.update();
     au.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
-        .split(s.c, c_o, c_i, kPixelVectorChannels, TailStrategy::GuardWithIf);
+        .split(s.c, c_o, c_i, widest, TailStrategy::GuardWithIf);
     if (phases_in_tile) {
         // The phase outside the taps: its taps' predicate folds to one test per tap.
         s.acc.unroll(s.p);

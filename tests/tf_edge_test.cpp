@@ -270,6 +270,51 @@ TEST(TfEdge, DepthwiseRowBlocks) {
     expect_matches_reference(dilated);
 }
 
+// NCHW data gradients with more than 4 channels per group and rows that whole vectors cover
+// well take the row tiles too (ncx_px, ncx_s2_px): every (channels, vectors) tile branch
+// (6/4/3/2/1 channels x 4 vectors, 8 x 2, 8 x 1; with stride 2 both phases, so fewer
+// channels), channel counts that leave a shifted last tile, 8-channel groups, dilation;
+// rows that tiles would cover poorly (33 pixels) keep the channel-vector ncx kernel.
+TEST(TfEdge, ChannelsFirstRowTiles) {
+    const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t out, std::string padding,
+                         int64_t stride) {
+        TfConv2D t = conv({n, c, h, w}, {k, k, c, out}, std::move(padding), stride, stride);
+        t.data_format = "NCHW";
+        t.strides = {1, 1, stride, stride};
+        return t;
+    };
+    const auto expect_kernel = [](TfConv2D c, const std::string &kernel) {
+        ASSERT_TRUE(infer_out_backprop(c));
+        Rng rng(17);
+        const auto w = random_values(num_elements(c.filter), rng), dy = random_values(num_elements(c.out_backprop), rng);
+        const TfRunResult r = run_tf(c, true, w, dy, false);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        EXPECT_EQ(r.kernel, kernel) << describe(c);
+    };
+    for (int64_t channels : {5, 6, 7, 13, 24}) {
+        for (int64_t width : {16, 30, 32, 64, 112}) {
+            TfConv2D c = nchw(2, 3, width, channels, 3, 10, "SAME", 1);
+            expect_matches_reference(c);
+            if (channels == 13) expect_kernel(c, "bwd_data_f32_ncx_px");
+        }
+        TfConv2D s2 = nchw(1, 6, 128, channels, 3, 12, "SAME", 2);
+        expect_matches_reference(s2);
+        if (channels == 13) expect_kernel(s2, "bwd_data_f32_ncx_s2_px");
+        expect_matches_reference(nchw(1, 5, 64, channels, 1, 9, "VALID", 1));
+        expect_matches_reference(nchw(1, 7, 36, channels, 3, 8, "SAME", 2));  // q = 18: one-vector tiles
+    }
+    TfConv2D grouped = nchw(2, 4, 28, 32, 3, 32, "SAME", 1);  // 4 groups of 8
+    grouped.filter = {3, 3, 8, 32};
+    expect_matches_reference(grouped);
+    expect_kernel(grouped, "bwd_data_f32_ncx_px");
+    TfConv2D dilated = nchw(2, 9, 48, 12, 3, 10, "SAME", 1);
+    dilated.dilations = {1, 1, 2, 2};
+    expect_matches_reference(dilated);
+    const TfConv2D poorly_covered = nchw(1, 5, 33, 16, 3, 8, "SAME", 1);
+    expect_matches_reference(poorly_covered);
+    expect_kernel(poorly_covered, "bwd_data_f32_ncx");
+}
+
 // Depthwise layers in NCHW with rows of at least 16 pixels take the row-vector kernels
 // (ncg_px, ncg_s2_px: schedules/cpu_bwd_*_pixels.cpp): each tile branch (4, 2 and 1 vectors,
 // the last tile shifted inwards), rows that are not a whole number of vectors (the filter

@@ -69,13 +69,14 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     if (needs.x_phases) {
         if (p.strides[p.spatial_rank - 1] != 2 || act1.extent[kX] % 2 != 0) return false;
     }
-    // Pixel-vector kernels: few dx channels per group. The data gradient's tiles span pixels
+    // Pixel-vector kernels: few dx channels per group (NXC; NCX takes any). The data gradient's tiles span pixels
     // along x, so every pixel must take the same taps (unit strides, or the x-phase view of
     // stride 2). Channels-first ones (ncg_px, ncx_px) vectorise along rows (dx's for the data
     // gradient, dy's for the filter gradient): rows (of one x phase) narrower than
     // kPixelVectorMinRow would leave most lanes empty, and go to the channel-vector kernels.
     if (needs.pixel_vectors) {
-        if (act1.extent[kC] > kPixelVectorChannels) return false;
+        // NXC only: the NCX tiles take any channel count.
+        if (needs.unit_stride_dim == kC && act1.extent[kC] > kPixelVectorChannels) return false;
         if (d == Direction::kBackwardData && !needs.x_phases) {
             for (int a = 0; a < p.spatial_rank; a++) {
                 if (p.strides[a] != 1) return false;
@@ -83,6 +84,13 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         }
         const int row = act1.extent[kX] / (needs.x_phases ? 2 : 1);  // pixels of one phase
         if (needs.unit_stride_dim == kX && row < kPixelVectorMinRow) return false;
+        // NCX with more channels has the channel-vector ncx kernel to fall back on: the row
+        // tiles (whole vectors, the last one shifted inwards) must not compute more than
+        // ~1.2x the row (dl_3x3_d2's 33-pixel rows computed 48 per row and ran 1.5x slower).
+        if (needs.unit_stride_dim == kX && !needs.one_channel_per_group && act1.extent[kC] > kPixelVectorChannels) {
+            const int vectors = (row + kPixelVectorMinRow - 1) / kPixelVectorMinRow;
+            if (row * 100 < 85 * vectors * kPixelVectorMinRow) return false;
+        }
     }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
