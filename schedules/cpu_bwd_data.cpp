@@ -12,8 +12,10 @@
 // The stride-2 variants (x_phases = 2) run the same tiles over q, the pixels of one phase of
 // x = 2q + p, with p just outside the tiles: every pixel of a tile takes the same taps.
 // Branches by size: 7-pixel rows, 2/1/half-vector tiles over pixels, single vectors, then
-// the few-channel case (rfactor over output channels). The pixel-vector variants (_px, at
-// most 4 channels per group) have a schedule of their own: cpu_bwd_data_pixels.cpp.
+// the few-channel case (rfactor over output channels). The pixel-vector variants (_px: NXC
+// with at most 4 channels per group, and channels-first layers with rows the registry finds
+// wide enough, which vectorise along the rows without transposed copies) have a schedule of
+// their own: cpu_bwd_data_pixels.cpp.
 //
 // Tile sizes follow the register file: 32 vector registers with AVX-512, 16 otherwise.
 // Every tiled branch also has a unit-stride specialisation that drops the tap predicate.

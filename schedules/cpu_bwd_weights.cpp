@@ -12,7 +12,8 @@
 //   chunks (rfactor) that run in parallel and are summed in a fixed order afterwards.
 // NCX, NCG (channels first: x contiguous): the same tiles as NXC and NXG, on copies of x and
 //   dy transposed once so the vector dim is innermost (NCHW ran at 0.04x oneDNN with
-//   vectors along x).
+//   vectors along x in a GEMM tile). Depthwise layers with rows of 16 pixels or more take
+//   the ncg_px variant instead, vectorised along the rows: cpu_bwd_weights_pixels.cpp.
 // Any: the NXC fallback without stride assumptions.
 // No atomics and no thread-count-dependent splits anywhere: results are deterministic.
 #include "../generators/bwd_weights.h"

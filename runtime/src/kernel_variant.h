@@ -1,7 +1,8 @@
 // Kernel variant names and the generator params they stand for, shared by the AOT build's
 // CMake (generators/CMakeLists.txt spells the same rule), the JIT and `convgrad aot`.
 // A variant is a layout with optional suffixes: `_s2` (the data gradient's x-phase view for
-// stride 2 along x) and `_px` (pixel vectors for few input channels), in that order:
+// stride 2 along x) and `_px` (vectors of pixels along x: few input channels in NXC, rows
+// in channels-first layouts), in that order:
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true.
 #pragma once
 
