@@ -32,6 +32,28 @@ TfConv2D conv(std::vector<int64_t> input, std::vector<int64_t> filter, std::stri
     return c;
 }
 
+// The same problem with NCHW activations.
+TfConv2D as_nchw(TfConv2D c) {
+    c.data_format = "NCHW";
+    c.input = {c.input[0], c.input[3], c.input[1], c.input[2]};
+    c.strides = {1, 1, c.strides[1], c.strides[2]};
+    c.dilations = {1, 1, c.dilations[1], c.dilations[2]};
+    return c;
+}
+
+// Checks which kernel the registry picks for `c`'s gradient named by the kernel (bwd_data_*:
+// the data gradient, bwd_weights_*: the filter gradient).
+void expect_kernel(TfConv2D c, const std::string &kernel) {
+    const bool input_grad = kernel.rfind("bwd_data", 0) == 0;
+    ASSERT_TRUE(infer_out_backprop(c));
+    Rng rng(11);
+    const auto x = random_values(num_elements(c.input), rng), w = random_values(num_elements(c.filter), rng);
+    const auto dy = random_values(num_elements(c.out_backprop), rng);
+    const TfRunResult r = run_tf(c, input_grad, input_grad ? w : x, dy, false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    EXPECT_EQ(r.kernel, kernel) << describe(c);
+}
+
 // VALID, stride 3, kernel 2: input sizes 5, 6 and 7 all give output 2. input_sizes decides;
 // the trailing rows no output reaches get zero gradient (checked against NaN poison).
 TEST(TfEdge, AmbiguousInputSizes) {
@@ -208,14 +230,6 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
 // (with and without dilation, VALID and SAME) and stride 2 (the x-phase view; the 7x7 stem
 // shape), grouped channels, and rows too narrow for a tile.
 TEST(TfEdge, FewChannelPixelVectors) {
-    const auto expect_kernel = [](TfConv2D c, const std::string &kernel) {
-        ASSERT_TRUE(infer_out_backprop(c));
-        Rng rng(11);
-        const auto w = random_values(num_elements(c.filter), rng), dy = random_values(num_elements(c.out_backprop), rng);
-        const TfRunResult r = run_tf(c, true, w, dy, false);
-        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-        EXPECT_EQ(r.kernel, kernel) << describe(c);
-    };
     for (int64_t channels : {1, 2, 3, 4}) {
         TfConv2D c = conv({2, 5, 70, channels}, {3, 3, channels, 24}, "SAME", 1, 1);
         expect_matches_reference(c);
@@ -235,25 +249,18 @@ TEST(TfEdge, FewChannelPixelVectors) {
 
     // NCHW (ncx_px, ncx_s2_px: dy read along its rows, both x phases in a tile), and rows too
     // narrow for a vector, which keep the channel-vector ncx kernel.
-    const auto nchw = [](TfConv2D c) {
-        c.data_format = "NCHW";
-        c.input = {c.input[0], c.input[3], c.input[1], c.input[2]};
-        c.strides = {1, 1, c.strides[1], c.strides[2]};
-        c.dilations = {1, 1, c.dilations[1], c.dilations[2]};
-        return c;
-    };
     for (int64_t channels : {1, 2, 3, 4}) {
-        TfConv2D c = nchw(conv({2, 5, 70, channels}, {3, 3, channels, 24}, "SAME", 1, 1));
+        TfConv2D c = as_nchw(conv({2, 5, 70, channels}, {3, 3, channels, 24}, "SAME", 1, 1));
         expect_matches_reference(c);
         expect_kernel(c, "bwd_data_f32_ncx_px");
-        c = nchw(conv({1, 13, 140, channels}, {7, 7, channels, 20}, "SAME", 2, 2));
+        c = as_nchw(conv({1, 13, 140, channels}, {7, 7, channels, 20}, "SAME", 2, 2));
         expect_matches_reference(c);
         expect_kernel(c, "bwd_data_f32_ncx_s2_px");
     }
-    expect_matches_reference(nchw(dilated));
-    expect_matches_reference(nchw(conv({1, 11, 132, 3}, {5, 5, 3, 8}, "VALID", 2, 2)));
-    expect_matches_reference(nchw(conv({1, 7, 33, 3}, {3, 3, 3, 8}, "SAME", 2, 2)));  // odd: no phases
-    const TfConv2D narrow = nchw(conv({2, 5, 12, 3}, {3, 3, 3, 24}, "SAME", 1, 1));
+    expect_matches_reference(as_nchw(dilated));
+    expect_matches_reference(as_nchw(conv({1, 11, 132, 3}, {5, 5, 3, 8}, "VALID", 2, 2)));
+    expect_matches_reference(as_nchw(conv({1, 7, 33, 3}, {3, 3, 3, 8}, "SAME", 2, 2)));  // odd: no phases
+    const TfConv2D narrow = as_nchw(conv({2, 5, 12, 3}, {3, 3, 3, 24}, "SAME", 1, 1));
     expect_matches_reference(narrow);
     expect_kernel(narrow, "bwd_data_f32_ncx");
 }
@@ -278,18 +285,7 @@ TEST(TfEdge, DepthwiseRowBlocks) {
 TEST(TfEdge, ChannelsFirstRowTiles) {
     const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t out, std::string padding,
                          int64_t stride) {
-        TfConv2D t = conv({n, c, h, w}, {k, k, c, out}, std::move(padding), stride, stride);
-        t.data_format = "NCHW";
-        t.strides = {1, 1, stride, stride};
-        return t;
-    };
-    const auto expect_kernel = [](TfConv2D c, const std::string &kernel) {
-        ASSERT_TRUE(infer_out_backprop(c));
-        Rng rng(17);
-        const auto w = random_values(num_elements(c.filter), rng), dy = random_values(num_elements(c.out_backprop), rng);
-        const TfRunResult r = run_tf(c, true, w, dy, false);
-        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-        EXPECT_EQ(r.kernel, kernel) << describe(c);
+        return as_nchw(conv({n, h, w, c}, {k, k, c, out}, std::move(padding), stride, stride));
     };
     for (int64_t channels : {5, 6, 7, 13, 24}) {
         for (int64_t width : {16, 30, 32, 64, 112}) {
@@ -323,22 +319,11 @@ TEST(TfEdge, ChannelsFirstRowTiles) {
 // gradient loads through gathers, and rows too narrow for a vector (channel-vector ncg).
 TEST(TfEdge, DepthwiseChannelsFirstRows) {
     const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding, int64_t stride) {
-        TfConv2D t = conv({n, c, h, w}, {k, k, 1, c}, std::move(padding), stride, stride);
-        t.data_format = "NCHW";
-        t.strides = {1, 1, stride, stride};
-        return t;
+        return as_nchw(conv({n, h, w, c}, {k, k, 1, c}, std::move(padding), stride, stride));
     };
-    const auto expect_kernels = [](TfConv2D c, const std::string &data, const std::string &filter) {
-        ASSERT_TRUE(infer_out_backprop(c));
-        SCOPED_TRACE(describe(c));
-        Rng rng(13);
-        const auto x = random_values(num_elements(c.input), rng), w = random_values(num_elements(c.filter), rng);
-        const auto dy = random_values(num_elements(c.out_backprop), rng);
-        for (bool input_grad : {true, false}) {
-            const TfRunResult r = run_tf(c, input_grad, input_grad ? w : x, dy, false);
-            ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-            EXPECT_EQ(r.kernel, input_grad ? data : filter);
-        }
+    const auto expect_kernels = [](const TfConv2D &c, const std::string &data, const std::string &filter) {
+        expect_kernel(c, data);
+        expect_kernel(c, filter);
     };
     for (int64_t width : {16, 19, 40, 70, 131}) {
         expect_matches_reference(nchw(2, 5, width, 6, 3, "SAME", 1));
