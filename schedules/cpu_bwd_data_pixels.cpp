@@ -29,14 +29,51 @@
 namespace convgrad::gen {
 namespace {
 
+// What every pixel-vector tile shares. Its stores: vectors of pixels, unrolled, and with
+// both x phases in the tile (`phases_in_tile`) the phase just outside the vectors, so each
+// vector's two stride-2 stores interleave into contiguous ones. Its accumulators (computed
+// per tile at dx's x_o): channels (split by `channels`, the widest tile, guarded: a constant
+// loop to unroll in every branch, the guards folding where the tile's channel count is a
+// constant) x pixel vectors, reduced over (output channel, taps) with the phase outside the
+// taps, so the taps' predicate folds to one test per tap.
+struct PixelTile {
+    BwdDataStages &s;
+    int vec, channels;
+    bool phases_in_tile;
+    Var x_v{"x_v"}, x_l{"x_l"}, xv_o{"xv_o"}, xv_i{"xv_i"}, c_o{"c_o"}, c_i{"c_i"};
+
+    void stores(Stage st, const Var &x_i) const {
+        st.split(x_i, x_v, x_l, vec).vectorize(x_l).unroll(x_v);
+        if (phases_in_tile) st.reorder(x_l, s.p, x_v).unroll(s.p);
+    }
+    void accumulators(const Var &x_o) const {
+        s.acc.compute_at(s.dx, x_o).reorder_storage(s.x, s.c);
+        s.acc.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
+            .split(s.c, c_o, c_i, channels, TailStrategy::GuardWithIf)
+            .reorder(xv_i, xv_o, c_i, c_o)
+            .vectorize(xv_i).unroll(xv_o).unroll(c_i);
+        Stage au = s.acc.update();
+        au.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
+            .split(s.c, c_o, c_i, channels, TailStrategy::GuardWithIf);
+        const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
+        if (phases_in_tile) {
+            s.acc.unroll(s.p);
+            au.reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz, s.p).unroll(s.p);
+        } else {
+            au.reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz);
+        }
+        au.vectorize(xv_i).unroll(xv_o).unroll(c_i);
+        au.specialize(s.unit_stride);
+    }
+};
+
 void schedule_depthwise_rows(BwdDataStages &s, int vec, int px_vectors) {
     const int block_rows = s.tuned.get("block_rows", 8);
-    Var x_o("x_o"), x_i("x_i"), x_v("x_v"), x_l("x_l"), y_o("y_o"), y_i("y_i"), xv_o("xv_o"), xv_i("xv_i");
+    const PixelTile tile{s, vec, 1, s.phased};
+    Var x_o("x_o"), x_i("x_i"), y_o("y_o"), y_i("y_i");
     // Threads own planes (g, n); a plane's rows run in blocks, each block's rows of dy
     // staged in cache. y's split guards: planes may have fewer rows than a block.
-    // x-phase variant (ncg_s2_px): s.x is q, and a tile holds both phases p of its pixels
-    // (p unrolled inside the vectors), so its two stride-2 stores per vector interleave
-    // into contiguous ones.
+    // x-phase variant (ncg_s2_px): s.x is q, and a tile holds both phases of its pixels.
     auto nest = [&](Stage st, int pixels) {
         st.split(s.x, x_o, x_i, pixels).split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf);
         if (s.phased) {
@@ -50,28 +87,12 @@ void schedule_depthwise_rows(BwdDataStages &s, int vec, int px_vectors) {
     for (int vectors = px_vectors; vectors >= 1; vectors = vectors > 2 ? 2 : vectors - 1) {
         Stage st = s.dx.specialize(s.x_extent >= vectors * vec);
         nest(st, vectors * vec);
-        st.split(x_i, x_v, x_l, vec).vectorize(x_l).unroll(x_v);
-        if (s.phased) st.reorder(x_l, s.p, x_v).unroll(s.p);
+        tile.stores(st, x_i);
     }
     nest(s.dx, 1);
     s.dy_in.compute_at(s.dx, y_o).vectorize(s.dy_in.args()[1], vec, TailStrategy::GuardWithIf);
     s.w_local.compute_root();
-
-    // The tile's accumulators: x vectors (of both phases), reduced over (multiplier, taps).
-    s.acc.compute_at(s.dx, x_o)
-        .split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
-        .vectorize(xv_i).unroll(xv_o);
-    Stage au = s.acc.update();
-    au.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf);
-    if (s.phased) {
-        // The phase outside the taps: its taps' predicate folds to one test per tap.
-        s.acc.unroll(s.p);
-        au.reorder(xv_i, xv_o, s.r[0], s.r[1], s.r[2], s.r[3], s.p).unroll(s.p);
-    } else {
-        au.reorder(xv_i, xv_o, s.r[0], s.r[1], s.r[2], s.r[3]);
-    }
-    au.vectorize(xv_i).unroll(xv_o);
-    au.specialize(s.unit_stride);
+    tile.accumulators(x_o);  // x vectors (of both phases), reduced over (multiplier, taps)
 }
 
 }  // namespace
@@ -83,8 +104,7 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
         schedule_depthwise_rows(s, vec, px_vectors);
         return;
     }
-    const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
-    Var x_o("x_o"), x_i("x_i"), xv_o("xv_o"), xv_i("xv_i"), co_o("co_o"), co_i("co_i"), c_o("c_o"), c_i("c_i");
+    Var x_o("x_o"), x_i("x_i"), co_o("co_o"), co_i("co_i"), c_o("c_o"), c_i("c_i");
 
     // dy staged once with its zero border, x innermost. NXC: transposed, the gathers of each
     // x vector (one channel, vec pixels) unrolled over vec channels so they share cache
@@ -107,7 +127,6 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
     const bool phases_in_tile = s.phased && layout == Layout::NCX;
     const int phases = phases_in_tile ? 2 : 1;
     std::vector<Var> rows = {s.y, s.z, s.g, s.n};
-    Var x_v("x_v"), x_l("x_l");
     auto nest = [&](Stage st, int channels, int pixels) {
         st.split(s.c, c_o, c_i, channels).split(s.x, x_o, x_i, pixels);
         // NXC: channels innermost (contiguous in dx); NCX: outside the pixels (and phases).
@@ -151,34 +170,16 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
             tiles.push_back({s.c_extent == ch && s.x_extent >= px_vectors * vec, ch, px_vectors});
         }
     }
+    const PixelTile pixel_tile{s, vec, widest, phases_in_tile};
     for (const Tile &tile : tiles) {
         Stage st = s.dx.specialize(tile.condition);
         nest(st, tile.channels, tile.vectors * vec);
         // NXC: channels and pixels stored together, one contiguous run of channels x pixels.
-        st.split(x_i, x_v, x_l, vec).vectorize(x_l).unroll(x_v).unroll(c_i);
-        if (phases_in_tile) st.reorder(x_l, s.p, x_v).unroll(s.p);
+        st.unroll(c_i);
+        pixel_tile.stores(st, x_i);
     }
     nest(s.dx, 1, 1);
-
-    // The tile's accumulators. Channels split by the widest tile, guarded: a constant loop to
-    // unroll in every branch (the guards fold where the tile's channel count is a constant).
-    s.acc.compute_at(s.dx, x_o).reorder_storage(s.x, s.c);
-    s.acc.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
-        .split(s.c, c_o, c_i, widest, TailStrategy::GuardWithIf)
-        .reorder(xv_i, xv_o, c_i, c_o)
-        .vectorize(xv_i).unroll(xv_o).unroll(c_i);
-    Stage au = s.acc.update();
-    au.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
-        .split(s.c, c_o, c_i, widest, TailStrategy::GuardWithIf);
-    if (phases_in_tile) {
-        // The phase outside the taps: its taps' predicate folds to one test per tap.
-        s.acc.unroll(s.p);
-        au.reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz, s.p).unroll(s.p);
-    } else {
-        au.reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz);
-    }
-    au.vectorize(xv_i).unroll(xv_o).unroll(c_i);
-    au.specialize(s.unit_stride);
+    pixel_tile.accumulators(x_o);
 }
 
 }  // namespace convgrad::gen
