@@ -18,6 +18,7 @@
 // No atomics and no thread-count-dependent splits anywhere: results are deterministic.
 #include "../generators/bwd_weights.h"
 #include "cpu_staging.h"
+#include "cpu_taps.h"
 
 namespace convgrad::gen {
 
@@ -58,16 +59,13 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         s.acc.specialize(s.g_extent >= vec).vectorize(s.g, vec);
         s.acc.update().specialize(s.g_extent >= vec).vectorize(s.g, vec);
         sums.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
-        const auto square_2d = [&](int taps) {
-            return s.kx_extent == taps && s.ky_extent == taps && s.kz_extent == 1;
-        };
         // Nested parallel loops over (image, chunk), not one fused loop (see the NXC tiles).
         Stage sv = sums.specialize(s.g_extent >= vec);
         sv.split(s.g, g_o, g_i, vec)
             .reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, u, v)
             .vectorize(g_i).parallel(v).parallel(u);
         // The same loops, specialised on the filter size so the tile's size is a constant.
-        for (int taps : {3, 5}) sv.specialize(square_2d(taps));
+        for (int taps : {3, 5}) sv.specialize(s.square_2d(taps));
         sums.split(s.g, g_o, g_i, 1).reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, u, v).parallel(v).parallel(u);
         // Each chunk's rows of x, zero border included, staged in cache (groups innermost,
         // the vector dim): the taps then load without the boundary test (6 compares and
@@ -80,16 +78,11 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         part.compute_at(sums, g_o).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
         part.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
         Stage pv = part.update().specialize(s.g_extent >= vec);
-        // Square 3x3 and 5x5 filters: every tap accumulates in its own register while the
-        // positions stream past once, so each dy vector feeds 9 (25) independent FMAs.
+        // Square 3x3 and 5x5 filters: every tap in its own register (cpu_taps.h).
         // Other shapes: taps outside the positions, one chain per tap, re-reading the chunk
         // (its rows of x and dy) from cache once per tap.
-        Var kxo("kxo"), kxi("kxi"), kyo("kyo"), kyi("kyi");
-        for (int taps : {3, 5}) {
-            Stage st = pv.specialize(square_2d(taps));
-            st.split(s.kx, kxo, kxi, taps).split(s.ky, kyo, kyi, taps)
-                .reorder(s.g, kxi, kyi, ox, oyi, oz, kxo, kyo, s.kz)
-                .vectorize(s.g, vec, TailStrategy::GuardWithIf).unroll(kxi).unroll(kyi);
+        for (Stage st : taps_in_registers(s, pv, s.g, {ox, oyi, oz}, {})) {
+            st.vectorize(s.g, vec, TailStrategy::GuardWithIf);
         }
         pv.reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz).vectorize(s.g, vec, TailStrategy::GuardWithIf);
         part.update().reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz);

@@ -10,7 +10,7 @@
 // zero border in cache first, so the loads need no boundary test.
 // The channel-vector ncg kernel reads transposed copies of x and dy: two extra passes over
 // memory for a layer that is memory bound (mb_dw32_112: 4.1 ms against 0.9 ms in NHWC).
-#include "../generators/bwd_weights.h"
+#include "cpu_taps.h"
 
 namespace convgrad::gen {
 
@@ -19,34 +19,26 @@ void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target) 
     const RVar ox = s.r[0], oy = s.r[1], oz = s.r[2], n = s.r[3];
     RVar oxo("oxo"), oxi("oxi");
     Var lane("lane");
-    // The reduction's x extent is a whole number of vectors (the generator rounds it up):
-    // the split needs no guard.
+    // The reduction's x extent is a whole number of vectors (the generator rounds it up), so
+    // the split's guard folds away: no masked last vector.
     Func part = s.acc.update().split(ox, oxo, oxi, vec, TailStrategy::GuardWithIf).rfactor(oxi, lane);
     // The partial sums are stored by a pure copy of `part` whose loops hold the tiles, so the
     // tile (part, per group) has a constant size: registers (see the NXG schedule).
     Func sums = part.in(s.acc);
-    const auto square_2d = [&](int taps) {
-        return s.kx_extent == taps && s.ky_extent == taps && s.kz_extent == 1;
-    };
     // Lanes innermost in storage, or every vector would be a gather.
     const auto lanes_innermost = [&](Func f) { f.reorder_storage(lane, s.ci, s.co, s.kx, s.ky, s.kz, s.g); };
     lanes_innermost(sums);
     sums.compute_root().reorder(lane, s.ci, s.co, s.kx, s.ky, s.kz, s.g).vectorize(lane).parallel(s.g);
-    for (int taps : {3, 5}) sums.specialize(square_2d(taps));
+    for (int taps : {3, 5}) sums.specialize(s.square_2d(taps));
 
     // The tile: one group's taps x one vector of lanes, over every position of every image.
     lanes_innermost(part);
     part.compute_at(sums, s.g).vectorize(lane);
     Stage pu = part.update();
-    // Square 3x3 and 5x5 filters: each tap accumulates in its own register while positions
-    // stream past once, so each dy vector feeds 9 (25) independent FMAs. Other shapes: one
-    // chain per tap, re-reading the planes from cache once per tap.
-    Var kxo("kxo"), kxi("kxi"), kyo("kyo"), kyi("kyi");
-    for (int taps : {3, 5}) {
-        Stage st = pu.specialize(square_2d(taps));
-        st.split(s.kx, kxo, kxi, taps).split(s.ky, kyo, kyi, taps)
-            .reorder(lane, kxi, kyi, oxo, oy, oz, kxo, kyo, s.kz, n)
-            .vectorize(lane).unroll(kxi).unroll(kyi);
+    // Square 3x3 and 5x5 filters: every tap in its own register (cpu_taps.h). Other shapes:
+    // one chain per tap, re-reading the planes from cache once per tap.
+    for (Stage st : taps_in_registers(s, pu, lane, {oxo, oy, oz}, {n})) {
+        st.vectorize(lane);
         // Strides 1 and 2 along x: loads of x with a constant stride (dense, or two loads
         // and a shuffle) instead of a gather.
         st.specialize(s.stride_x == 1);
