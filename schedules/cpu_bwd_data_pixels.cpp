@@ -104,47 +104,57 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
         schedule_depthwise_rows(s, vec, px_vectors);
         return;
     }
-    Var x_o("x_o"), x_i("x_i"), co_o("co_o"), co_i("co_i"), c_o("c_o"), c_i("c_i");
-
-    // dy staged once with its zero border, x innermost. NXC: transposed, the gathers of each
-    // x vector (one channel, vec pixels) unrolled over vec channels so they share cache
-    // lines. NCX: rows copied as they are.
-    {
-        const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
-        s.dy_in.compute_root()
-            .reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5])
-            .split(a[1], x_o, x_i, vec, TailStrategy::GuardWithIf)
-            .split(a[0], co_o, co_i, layout == Layout::NCX ? 1 : vec, TailStrategy::GuardWithIf)
-            .reorder(x_i, co_i, x_o, co_o, a[2], a[3], a[4], a[5])
-            .vectorize(x_i).unroll(co_i)
-            .parallel(a[5]).parallel(a[2]);
-    }
-    s.w_local.compute_root();
+    Var x_o("x_o"), x_i("x_i"), co_o("co_o"), co_i("co_i"), c_o("c_o"), c_i("c_i"), y_o("y_o"), y_i("y_i");
+    const int block_rows = s.tuned.get("block_rows", 8);
 
     // The x-phase view in NCX (ncx_s2_px): both phases in the tile, p just outside the
     // vectors, so each vector's two stride-2 stores interleave into contiguous ones (NXC
     // stores channels x pixels contiguously with the phase outside the tile).
     const bool phases_in_tile = s.phased && layout == Layout::NCX;
     const int phases = phases_in_tile ? 2 : 1;
-    std::vector<Var> rows = {s.y, s.z, s.g, s.n};
+    // Threads own blocks of `block_rows` rows of an image, every group's and every plane's
+    // (a parallel loop per group had tasks of microseconds); dy is staged per block (below).
     auto nest = [&](Stage st, int channels, int pixels) {
-        st.split(s.c, c_o, c_i, channels).split(s.x, x_o, x_i, pixels);
+        st.split(s.c, c_o, c_i, channels).split(s.x, x_o, x_i, pixels).split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf);
         // NXC: channels innermost (contiguous in dx); NCX: outside the pixels (and phases).
         std::vector<VarOrRVar> loops = {x_i};
         if (phases_in_tile) loops.push_back(s.p);
         loops.insert(layout == Layout::NCX ? loops.end() : loops.begin(), c_i);
         for (const Var &d : {x_o, c_o}) loops.push_back(d);
         if (s.phased && !phases_in_tile) loops.push_back(s.p);
-        for (const Var &d : rows) loops.push_back(d);
-        st.reorder(loops).parallel(s.y).parallel(s.n);
+        // z inside the blocks too: staged per (block, plane), a 3-D layer's 3x3x3 taps
+        // re-staged each dy row 3.75 times (u3d_3x3x3_32: 8 % slower than one whole copy).
+        for (const Var &d : {y_i, s.g, s.z, y_o, s.n}) loops.push_back(d);
+        st.reorder(loops).parallel(y_o).parallel(s.n);
     };
-    // The tiles: (channels, pixel vectors). NXC (at most 4 channels, the registry's rule):
-    // exactly C channels x px_vectors. NCX takes any channel count and rows of at least one
-    // vector: tiles of px_vectors, 2 and 1 vectors (the last tile of a row shifts inwards),
-    // each over as many channels as keep the accumulators within ~3/4 of the registers (6
-    // channels x 4 vectors with AVX-512), then fewer for narrow layers (the last channel
+
+    // dy staged per block of dx rows with its zero border (the rows the block's taps read),
+    // x innermost, in cache: a whole staged copy before the tiles was a pass over memory
+    // and, for NXC, DRAM-latency-bound gathers (ResNeXt's 4-channel groups at 56x56: 40 % of
+    // the call). NXC: transposed, the gathers of each x vector (one channel, vec pixels)
+    // unrolled over 4 channels so they share cache lines (over vec channels, as the whole
+    // copy was, the gathers in every tile branch took the generator 150 s instead of 34).
+    // NCX: rows copied as they are.
+    {
+        const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
+        s.dy_in.compute_at(s.dx, y_o)
+            .reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5])
+            .split(a[1], x_o, x_i, vec, TailStrategy::GuardWithIf)
+            .split(a[0], co_o, co_i, layout == Layout::NCX ? 1 : 4, TailStrategy::GuardWithIf)
+            .reorder(x_i, co_i, x_o, co_o, a[2], a[3], a[4], a[5])
+            .vectorize(x_i).unroll(co_i);
+    }
+    s.w_local.compute_root();
+
+    // The tiles: (channels, pixel vectors), of px_vectors, 2 and 1 vectors (the last tile of
+    // a row shifts inwards; the registry sends no row narrower than a vector). NXC (at most
+    // 4 channels, the registry's rule): exactly C channels. NCX takes any channel count:
+    // each tile over as many channels as keep the accumulators within ~3/4 of the registers
+    // (6 channels x 4 vectors with AVX-512), then fewer for narrow layers (the last channel
     // tile shifts inwards too). Per (output channel, tap): one load per vector and one
     // broadcast per channel feed channels x vectors FMAs.
+    // (NXC had px_vectors only: rows narrower than 64 pixels, ResNeXt's 4-channel groups at
+    // 56x56, ran one output at a time, 30x slower than oneDNN.)
     struct Tile {
         Expr condition;
         int channels, vectors;
@@ -152,23 +162,23 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
     std::vector<Tile> tiles;
     const int budget = vector_registers(target) * 3 / 4;
     int widest = kPixelVectorChannels;
-    if (layout == Layout::NCX) {
-        for (int v = px_vectors; v >= 1; v = v > 2 ? 2 : v - 1) {
-            const int wide = std::max(1, std::min(8, budget / (v * phases)));
-            widest = std::max(widest, wide);
-            std::vector<int> counts = {wide};
-            if (v == px_vectors) {
-                for (int ch : {4, 3, 2}) {
-                    if (ch < wide) counts.push_back(ch);
-                }
+    for (int v = px_vectors; v >= 1; v = v > 2 ? 2 : v - 1) {
+        if (layout != Layout::NCX) {
+            for (int ch = 1; ch <= kPixelVectorChannels; ch++) {
+                tiles.push_back({s.c_extent == ch && s.x_extent >= v * vec, ch, v});
             }
-            if (wide > 1) counts.push_back(1);
-            for (int ch : counts) tiles.push_back({s.c_extent >= ch && s.x_extent >= v * vec, ch, v});
+            continue;
         }
-    } else {
-        for (int ch = 1; ch <= kPixelVectorChannels; ch++) {
-            tiles.push_back({s.c_extent == ch && s.x_extent >= px_vectors * vec, ch, px_vectors});
+        const int wide = std::max(1, std::min(8, budget / (v * phases)));
+        widest = std::max(widest, wide);
+        std::vector<int> counts = {wide};
+        if (v == px_vectors) {
+            for (int ch : {4, 3, 2}) {
+                if (ch < wide) counts.push_back(ch);
+            }
         }
+        if (wide > 1) counts.push_back(1);
+        for (int ch : counts) tiles.push_back({s.c_extent >= ch && s.x_extent >= v * vec, ch, v});
     }
     const PixelTile pixel_tile{s, vec, widest, phases_in_tile};
     for (const Tile &tile : tiles) {

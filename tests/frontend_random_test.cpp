@@ -262,6 +262,40 @@ TEST(OnnxRandom, ConvTranspose) {
     EXPECT_GE(modes_seen.size(), 6u);
 }
 
+// 3-D data gradients on the row-tile kernels (ncx_px: x vectors along NCDHW rows; nxc_px:
+// few channels per group), over several blocks of staged dy rows (a short last block) and
+// several planes: each block is staged once for every plane and group, and a wrong plane or
+// row offset in the staging shows up here (random cases are too small to reach these kernels).
+TEST(OneDnnGraphFixed, RowTileKernels3D) {
+    Rng rng(9009);
+    struct Case {
+        bool nxc;
+        int64_t groups, cin, cout;
+        const char *kernel;
+    };
+    for (const Case &k : {Case{false, 1, 8, 8, "bwd_data_f32_ncx_px"}, Case{false, 2, 6, 4, "bwd_data_f32_ncx_px"},
+                          Case{true, 1, 3, 5, "bwd_data_f32_nxc_px"}, Case{true, 4, 16, 8, "bwd_data_f32_nxc_px"}}) {
+        NdConv c;
+        c.rank = 3, c.batch = 2, c.groups = k.groups, c.cin = k.cin, c.cout = k.cout;
+        c.in = {4, 19, 32}, c.out = c.in, c.kernel = {3, 3, 3}, c.stride = {1, 1, 1}, c.dilation = {1, 1, 1};
+        c.pad_begin = {1, 1, 1};
+        const Layouts l{3, k.nxc, false};
+        onednn::ConvAttrs a;
+        a.data_format = k.nxc ? "NXC" : "NCX", a.filter_format = "OIX", a.groups = c.groups;
+        a.strides = c.stride, a.dilations = c.dilation, a.pads_begin = c.pad_begin, a.pads_end = c.pad_begin;
+        SCOPED_TRACE(std::string(a.data_format) + " groups " + std::to_string(c.groups) + " cin " + std::to_string(c.cin));
+        auto p = onednn::convolution_backprop_data(a, l.act_shape(c.dy_shape()), l.filter_shape(c.w_shape()), c.in,
+                                                   DType::kFloat32);
+        ASSERT_TRUE(p.is_ok()) << p.status.message();
+        const auto w = random_values(num_elements(c.w_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
+        const RunResult r = run_problem(p.value, Direction::kBackwardData, l.act_to_op(dy, c.dy_shape()),
+                                        l.filter_to_op(w, c.w_shape()), false);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        EXPECT_EQ(r.kernel, k.kernel);
+        EXPECT_LE(relative_error(l.act_from_op(r.result, c.x_shape()), nd_backprop_data(c, w, dy)), 1e-5);
+    }
+}
+
 // ---------------------------------------------------------------- TF Conv3D*V2
 TEST(TfRandom, Conv3DBackpropInputV2AndFilterV2) {
     Rng rng(8008);

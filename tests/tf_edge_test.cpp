@@ -246,6 +246,18 @@ TEST(TfEdge, FewChannelPixelVectors) {
     expect_matches_reference(conv({2, 5, 20, 3}, {3, 3, 3, 24}, "SAME", 1, 1));   // narrower than a tile
     // Wider layers keep the channel-vector kernels.
     expect_kernel(conv({1, 5, 70, 5}, {3, 3, 5, 24}, "SAME", 1, 1), "bwd_data_f32_nxc");
+    // Rows narrower than px_vectors vectors (2- and 1-vector tiles, the last shifted inwards),
+    // groups of 4 channels (ResNeXt's first stage), and several blocks of staged dy rows with
+    // a short last one (19 rows): every tile branch and the per-block staging.
+    for (const TfConv2D &c : {conv({2, 19, 40, 16}, {3, 3, 4, 8}, "SAME", 1, 1),   // 4 groups of 4, 2 vectors
+                              conv({1, 19, 20, 6}, {3, 3, 2, 9}, "SAME", 1, 1),    // 3 groups of 2, 1 vector
+                              conv({2, 10, 56, 3}, {3, 3, 3, 5}, "SAME", 1, 1)}) {  // 56: 2 vectors, shifted
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_data_f32_nxc_px");
+    }
+    const TfConv2D phased = conv({1, 19, 40, 8}, {5, 5, 4, 6}, "SAME", 2, 2);  // 2 groups, 20-pixel phases
+    expect_matches_reference(phased);
+    expect_kernel(phased, "bwd_data_f32_nxc_s2_px");
 
     // NCHW (ncx_px, ncx_s2_px: dy read along its rows, both x phases in a tile), and rows too
     // narrow for a vector, which keep the channel-vector ncx kernel.
