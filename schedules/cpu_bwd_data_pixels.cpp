@@ -5,10 +5,12 @@
 // channels per group, like the RGB stem of every ImageNet network. Vectors over channels
 // would be mostly empty there (3 of 16 lanes), and the channel-vector schedule fell back to
 // one output at a time (rn50_stem: 150 ms, 0.17x oneDNN). Here a register tile holds
-// C channels x `px_vectors` vectors of pixels along x: per (output channel, tap) it loads
-// px_vectors vectors of dy and broadcasts C filter values into C x px_vectors FMAs.
-//   - dy is staged with x innermost, so each vector of pixels is one contiguous load (NXC dy
-//     has x at a stride of C_out: transposed; NCX: copied with its zero border).
+// C channels x `px_vectors` (or, for narrower rows, 2 or 1) vectors of pixels along x: per
+// (output channel, tap) it loads one vector of dy per pixel vector and broadcasts C filter
+// values into C x vectors FMAs.
+//   - dy is staged per block of rows with x innermost, so each vector of pixels is one
+//     contiguous load (NXC dy has x at a stride of C_out: transposed; NCX: copied with its
+//     zero border).
 //   - Stride 2 along x runs on the x-phase view (x = 2q + p, tiles over q), so all pixels of
 //     a tile take the same taps; stride 1 drops the tap predicate (unit-stride
 //     specialisation). The registry sends no other strides here.
@@ -147,7 +149,8 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
     s.w_local.compute_root();
 
     // The tiles: (channels, pixel vectors), of px_vectors, 2 and 1 vectors (the last tile of
-    // a row shifts inwards; the registry sends no row narrower than a vector). NXC (at most
+    // a row shifts inwards; rows narrower than a vector, which the registry sends only to
+    // NXC, run one output at a time). NXC (at most
     // 4 channels, the registry's rule): exactly C channels. NCX takes any channel count:
     // each tile over as many channels as keep the accumulators within ~3/4 of the registers
     // (6 channels x 4 vectors with AVX-512), then fewer for narrow layers (the last channel
