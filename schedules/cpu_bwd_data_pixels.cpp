@@ -150,8 +150,8 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
 
     // The tiles: (channels, pixel vectors), of px_vectors, 2 and 1 vectors (the last tile of
     // a row shifts inwards; rows narrower than a vector, which the registry sends only to
-    // NXC, run one output at a time). NXC (at most
-    // 4 channels, the registry's rule): exactly C channels. NCX takes any channel count:
+    // NXC, run one output at a time). NXC (at most 4 channels, the registry's rule): exactly
+    // C channels. NCX takes any channel count:
     // each tile over as many channels as keep the accumulators within ~3/4 of the registers
     // (6 channels x 4 vectors with AVX-512), then fewer for narrow layers (the last channel
     // tile shifts inwards too). Per (output channel, tap): one load per vector and one
