@@ -24,6 +24,9 @@ struct BwdDataStages {
     bool pixel_vectors = false;
     RDom r;          // (co, kx, ky, kz)
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
+    // dx rows per block of dy staged in cache (NXC, NXG and the _px variants): a 3x3 filter
+    // re-stages (block + 2) / block of dy's rows.
+    int block_rows() const { return tuned.get("block_rows", 8); }
     Expr unit_stride;     // true when every spatial stride is 1
     Expr c_extent, x_extent, g_extent;
 };

@@ -152,7 +152,7 @@ struct FixedProblem {
 // the qualified key wins. Unset keys keep the schedules' defaults; unknown keys are errors.
 //   data:    pixels (x tile), vectors (channel vectors per tile), rows7 (7-pixel branch, 0/1),
 //            px_vectors (pixel-vector variants: vectors of pixels per tile),
-//            block_rows (NXC, NXG: dx rows per staged block of dy)
+//            block_rows (NXC, NXG, _px: dx rows per staged block of dy)
 //   weights: ci_tile, co_vectors, dw_rows (depthwise: output rows per partial sum),
 //            chunk_kb (x and dy per cache block of the reduction, 0: unblocked)
 //   gpu:     block (threads per block), rows_per_part (filter gradient)

@@ -78,7 +78,7 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // (The x-phase NXC variant keeps the whole copy: row blocks measured 10-15 % slower on
     // rn50_3x3s2_28, not understood yet.)
     const bool stage_row_blocks = (layout == Layout::NXG || (layout == Layout::NXC && !s.phased)) && !s.staged_inputs;
-    const int block_rows = s.tuned.get("block_rows", 8);
+    const int block_rows = s.block_rows();
     Var y_o("y_o"), y_i("y_i");
 
     // The tiled loop nest: the vector dim `v` (c or g) split into its tile, x split into

@@ -69,8 +69,16 @@ struct PixelTile {
     }
 };
 
+// The pixel vectors of the tiles, widest first: px_vectors, 2 and 1 (rows narrower than
+// the widest tile take the next; the last tile of a row shifts inwards).
+std::vector<int> tile_vector_counts(int px_vectors) {
+    std::vector<int> counts;
+    for (int v = px_vectors; v >= 1; v = v > 2 ? 2 : v - 1) counts.push_back(v);
+    return counts;
+}
+
 void schedule_depthwise_rows(BwdDataStages &s, int vec, int px_vectors) {
-    const int block_rows = s.tuned.get("block_rows", 8);
+    const int block_rows = s.block_rows();
     const PixelTile tile{s, vec, 1, s.phased};
     Var x_o("x_o"), x_i("x_i"), y_o("y_o"), y_i("y_i");
     // Threads own planes (g, n); a plane's rows run in blocks, each block's rows of dy
@@ -86,7 +94,7 @@ void schedule_depthwise_rows(BwdDataStages &s, int vec, int px_vectors) {
         st.parallel(s.g).parallel(s.n);
     };
     // Tiles of px_vectors, 2 and 1 vectors (the last tile of a row shifts inwards).
-    for (int vectors = px_vectors; vectors >= 1; vectors = vectors > 2 ? 2 : vectors - 1) {
+    for (int vectors : tile_vector_counts(px_vectors)) {
         Stage st = s.dx.specialize(s.x_extent >= vectors * vec);
         nest(st, vectors * vec);
         tile.stores(st, x_i);
@@ -107,7 +115,7 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
         return;
     }
     Var x_o("x_o"), x_i("x_i"), co_o("co_o"), co_i("co_i"), c_o("c_o"), c_i("c_i"), y_o("y_o"), y_i("y_i");
-    const int block_rows = s.tuned.get("block_rows", 8);
+    const int block_rows = s.block_rows();
 
     // The x-phase view in NCX (ncx_s2_px): both phases in the tile, p just outside the
     // vectors, so each vector's two stride-2 stores interleave into contiguous ones (NXC
@@ -165,7 +173,7 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
     std::vector<Tile> tiles;
     const int budget = vector_registers(target) * 3 / 4;
     int widest = kPixelVectorChannels;
-    for (int v = px_vectors; v >= 1; v = v > 2 ? 2 : v - 1) {
+    for (int v : tile_vector_counts(px_vectors)) {
         if (layout != Layout::NCX) {
             for (int ch = 1; ch <= kPixelVectorChannels; ch++) {
                 tiles.push_back({s.c_extent == ch && s.x_extent >= v * vec, ch, v});
