@@ -1,10 +1,13 @@
 // Google Benchmark over the suite: one benchmark per (problem, direction, implementation),
 // convgrad and oneDNN (user layout and own layout) side by side, 2 threads. Counters give
 // GFLOP/s. `convgrad bench` prints the same comparison as a table with ratios.
+// CONVGRAD_BATCH=FILE: other problems; CONVGRAD_LAYOUT=nchw: NCHW activations, OIHW weights
+// (default NHWC/HWIO). --benchmark_filter=convgrad times convgrad alone (for profiling).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "onednn_runner.h"
 #include "suite.h"
@@ -19,10 +22,12 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "%s\n", problems.status.message().c_str());
         return 2;
     }
+    const char *layout = std::getenv("CONVGRAD_LAYOUT");
+    const bool nchw = layout && std::string(layout) == "nchw";
     set_num_threads(2);
     omp_set_num_threads(2);
     for (const BenchProblem &b : problems.value) {
-        const ConvProblem p = to_problem(b, false, DType::kFloat32);
+        const ConvProblem p = to_problem(b, nchw, DType::kFloat32);
         for (Direction d : {Direction::kBackwardData, Direction::kBackwardWeights}) {
             const std::string dir = d == Direction::kBackwardData ? "BWD_D" : "BWD_W";
             auto cg = ConvgradGradient::create(p, d);
