@@ -28,7 +28,11 @@ struct BwdDataStages {
     // re-stages (block + 2) / block of dy's rows.
     int block_rows() const { return tuned.get("block_rows", 8); }
     Expr unit_stride;     // true when every spatial stride is 1
-    Expr c_extent, x_extent, g_extent;
+    Expr unit_dilation;   // true when every spatial dilation is 1
+    Expr c_extent, x_extent, y_extent, g_extent;
+    Expr kx_extent, ky_extent, kz_extent;  // the filter's taps
+    // True for a square 2-D filter of taps x taps.
+    Expr square_2d(int taps) const { return kx_extent == taps && ky_extent == taps && kz_extent == 1; }
 };
 
 // The most input channels per group the pixel-vector variants are built for (the registry

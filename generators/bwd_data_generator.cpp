@@ -51,8 +51,11 @@ public:
             s.w_local(ci, co, kx, ky, kz, g) = widen(w(ci, co, kx, ky, kz, g));
         }
 
-        s.dy_in = Func("dy_in");
-        {
+        // Channels-first pixel-vector variants stage whole rows (rows_over_zeros).
+        if (pixel_vectors && rows_contiguous(variant_layout())) {
+            s.dy_in = rows_over_zeros(dy, "dy_in");
+        } else {
+            s.dy_in = Func("dy_in");
             Var co, x, y, z, g, n;
             s.dy_in(co, x, y, z, g, n) = widen(dy_padded(co, x, y, z, g, n));
         }
@@ -103,10 +106,15 @@ public:
         fixed.apply(dx, "dx");
 
         s.unit_stride = unit_stride();
+        s.unit_dilation = unit_dilation();
         s.tuned = schedule_params();
         s.c_extent = dx.dim(kC).extent();
         s.x_extent = dx.dim(kX).extent();  // q's extent in the x-phase variant
+        s.y_extent = dx.dim(s.phased ? kY + 1 : kY).extent();
         s.g_extent = dx.dim(dx.dimensions() - 2).extent();
+        s.kx_extent = w.dim(kKx).extent();
+        s.ky_extent = w.dim(kKy).extent();
+        s.kz_extent = w.dim(kKz).extent();
         if (autoscheduled()) {
             // Halide's autoscheduler schedules the pipeline (JIT experiments)
         } else if (get_target().has_gpu_feature()) {

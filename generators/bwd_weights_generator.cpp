@@ -42,15 +42,18 @@ public:
         // masked loads and stores, which kept every accumulator of the tile in memory.
         const int lanes = pixel_vectors ? get_target().natural_vector_size(at) : 1;
         const Expr ox_extent = (dy.dim(kX).extent() + lanes - 1) / lanes * lanes;
-        Func dy_source = dy;
-        if (pixel_vectors) dy_source = BoundaryConditions::constant_exterior(dy, Halide::cast(bt, 0), {Range(), {0, dy.dim(kX).extent()}, Range(), Range(), Range(), Range()});
 
-        s.x_in = Func("x_in");
-        s.dy_in = Func("dy_in");
-        {
+        if (pixel_vectors) {
+            // (ncg only) whole rows of both staged, with zeros at their ends: x's padding,
+            // and dy's zeros past its width (rows_over_zeros).
+            s.x_in = rows_over_zeros(x, "x_in");
+            s.dy_in = rows_over_zeros(dy, "dy_in");
+        } else {
+            s.x_in = Func("x_in");
+            s.dy_in = Func("dy_in");
             Var c, x_, y, z, g, n;
             s.x_in(c, x_, y, z, g, n) = widen(x_padded(c, x_, y, z, g, n));
-            s.dy_in(c, x_, y, z, g, n) = widen(dy_source(c, x_, y, z, g, n));
+            s.dy_in(c, x_, y, z, g, n) = widen(dy(c, x_, y, z, g, n));
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input
         // element once instead of at every one of its uses in the tiles.

@@ -248,6 +248,25 @@ protected:
     }
     Layout variant_layout() const { return parse_layout(layout); }
 
+    // An activation in the accumulator type, for the channels-first pixel-vector variants,
+    // which stage whole rows (x contiguous) in cache: zeros, then each row of `in` copied
+    // over them, so a staged row has zeros at both ends (the padding, or whole vectors past
+    // the row) and rows outside `in` are zeros. Read through a boundary condition instead,
+    // a vector that straddles a row's end loads each lane from its own clamped address (16
+    // scalar loads: the slowest part of a depthwise layer with 28-pixel rows).
+    Func rows_over_zeros(const GeneratorInput<Buffer<>> &in, const std::string &name) const {
+        using namespace canonical;
+        Func rows = BoundaryConditions::constant_exterior(
+            in, Halide::cast(buffer_type(), 0),
+            {Range(), Range(), {0, in.dim(kY).extent()}, {0, in.dim(kZ).extent()}, Range(), Range()});
+        const RDom row(0, in.dim(kX).extent(), name + "_row");
+        Func f(name);
+        Var c, x, y, z, g, n;
+        f(c, x, y, z, g, n) = Halide::cast(accumulator(), 0);
+        f(c, row, y, z, g, n) = widen(rows(c, row, y, z, g, n));
+        return f;
+    }
+
     FixedProblem fixed_problem() const { return FixedProblem::parse(fixed); }
     ScheduleParams schedule_params() const { return ScheduleParams(schedule, this->get_target()); }
 
@@ -289,6 +308,10 @@ protected:
     Expr unit_stride() const {
         const auto a = axes();
         return a[0].stride == 1 && a[1].stride == 1 && a[2].stride == 1;
+    }
+    Expr unit_dilation() const {
+        const auto a = axes();
+        return a[0].dilation == 1 && a[1].dilation == 1 && a[2].dilation == 1;
     }
 };
 

@@ -20,13 +20,17 @@
 //
 // ncg_px, ncg_s2_px: depthwise layers in channels-first layouts (NCHW: x contiguous, one
 // channel per group), unit strides or stride 2 along x (the x-phase view), rows of at least
-// one vector (the registry's rules). Each plane (g, n)
-// is a small image of its own: tiles of px_vectors vectors along a row, per (tap) one
-// contiguous load of dy and one broadcast filter value per vector. dy is staged per block of
-// rows with its zero border, in its own order (x innermost). The channel-vector ncg kernel
-// reads transposed copies of dy and dx instead: three passes over memory for a layer that is
-// memory bound (mb_dw32_112: 4.8 ms against 1.05 ms in NHWC).
+// one vector (the registry's rules). Each plane (g, n) is a small image of its own: tiles of
+// px_vectors vectors along a row (with unit strides, over several rows), per tap one
+// contiguous load of dy and one broadcast filter value per vector. dy is staged per block
+// of rows with its zero border, x innermost: zeros, then the rows copied over them
+// (rows_over_zeros). The channel-vector ncg kernel reads transposed copies of dy and dx
+// instead: three passes over memory for a layer that is memory bound (mb_dw32_112: 4.8 ms
+// against 1.05 ms in NHWC).
+#include <numeric>
+
 #include "../generators/bwd_data.h"
+#include "cpu_staging.h"
 
 namespace convgrad::gen {
 namespace {
@@ -44,28 +48,51 @@ struct PixelTile {
     bool phases_in_tile;
     Var x_v{"x_v"}, x_l{"x_l"}, xv_o{"xv_o"}, xv_i{"xv_i"}, c_o{"c_o"}, c_i{"c_i"};
 
-    void stores(Stage st, const Var &x_i) const {
+    // `rows` > 1 (depthwise tiles, whose only other dimension is pixels): the tile spans
+    // that many rows (dx's loop y_t), unrolled in its stores and accumulators.
+    void stores(Stage st, const Var &x_i, const VarOrRVar &y_t, int rows) const {
         st.split(x_i, x_v, x_l, vec).vectorize(x_l).unroll(x_v);
         if (phases_in_tile) st.reorder(x_l, s.p, x_v).unroll(s.p);
+        if (rows > 1) st.unroll(y_t);
     }
-    void accumulators(const Var &x_o) const {
+    void stores(Stage st, const Var &x_i) const { stores(st, x_i, s.y, 1); }
+    // row_tiles: the tiles span rows (stores' `rows` > 1), unrolled beside the vectors.
+    void accumulators(const Var &x_o, bool row_tiles = false) const {
+        std::vector<VarOrRVar> pure = {xv_i, xv_o, c_i, c_o};
+        if (row_tiles) pure.insert(pure.begin() + 2, s.y);
         s.acc.compute_at(s.dx, x_o).reorder_storage(s.x, s.c);
         s.acc.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
             .split(s.c, c_o, c_i, channels, TailStrategy::GuardWithIf)
-            .reorder(xv_i, xv_o, c_i, c_o)
+            .reorder(pure)
             .vectorize(xv_i).unroll(xv_o).unroll(c_i);
         Stage au = s.acc.update();
         au.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
             .split(s.c, c_o, c_i, channels, TailStrategy::GuardWithIf);
         const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
+        std::vector<VarOrRVar> loops = pure;
+        for (const RVar &r : {co, kx, ky, kz}) loops.push_back(r);
         if (phases_in_tile) {
             s.acc.unroll(s.p);
-            au.reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz, s.p).unroll(s.p);
-        } else {
-            au.reorder(xv_i, xv_o, c_i, c_o, co, kx, ky, kz);
+            loops.push_back(s.p);
+            au.unroll(s.p);
         }
-        au.vectorize(xv_i).unroll(xv_o).unroll(c_i);
-        au.specialize(s.unit_stride);
+        au.reorder(loops).vectorize(xv_i).unroll(xv_o).unroll(c_i);
+        if (row_tiles) {
+            s.acc.unroll(s.y);
+            au.unroll(s.y);
+        }
+        // (A specialisation copies the schedule as it stands: these come last.)
+        Stage unit = au.specialize(s.unit_stride);
+        if (row_tiles) {
+            // Square 3x3 and 5x5 undilated filters: the taps unrolled too, so the tile is
+            // one run of FMAs at constant offsets, and the taps that read the same row of dy
+            // share its loads (with the tap loops at run time, LLVM computed each row's
+            // address in vector registers and extracted it per tap; with a dilation the
+            // offsets are not constants and every FMA reloaded its address).
+            for (int taps : {3, 5}) {
+                unit.specialize(s.square_2d(taps) && s.unit_dilation).unroll(kx).unroll(ky);
+            }
+        }
     }
 };
 
@@ -80,29 +107,56 @@ std::vector<int> tile_vector_counts(int px_vectors) {
 void schedule_depthwise_rows(BwdDataStages &s, int vec, int px_vectors) {
     const int block_rows = s.block_rows();
     const PixelTile tile{s, vec, 1, s.phased};
-    Var x_o("x_o"), x_i("x_i"), y_o("y_o"), y_i("y_i");
+    Var x_o("x_o"), x_i("x_i"), y_o("y_o"), y_i("y_i"), y_r("y_r"), y_t("y_t");
     // Threads own planes (g, n); a plane's rows run in blocks, each block's rows of dy
-    // staged in cache. y's split guards: planes may have fewer rows than a block.
-    // x-phase variant (ncg_s2_px): s.x is q, and a tile holds both phases of its pixels.
-    auto nest = [&](Stage st, int pixels) {
-        st.split(s.x, x_o, x_i, pixels).split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf);
-        if (s.phased) {
-            st.reorder(s.c, x_i, s.p, x_o, y_i, y_o, s.z, s.g, s.n);
+    // staged in cache.
+    // Unit strides (ncg_px): a tile spans `rows` rows of a block, so it holds
+    // kTileVectors accumulators whatever its width, and with 3x3 or 5x5 taps (unrolled,
+    // PixelTile::accumulators) its rows share the loads of dy's rows. Its blocks shift
+    // inwards (the last one overlaps the one before), so no row of a tile needs a guard:
+    // planes of at least a block's rows. (Guarded, the guard reached every tile and Halide
+    // no longer split off the whole blocks.)
+    // Stride 2 (ncg_s2_px: s.x is q, and a tile holds both phases of its pixels) and short
+    // planes: one row a tile, the last block guarded. The rows of a stride-2 tile would take
+    // different taps along y, and each row's test in the tap loop cost more than the chains
+    // gained (mb_dw96s2_112: 3.5 -> 4.7 ms with two rows a tile).
+    constexpr int kTileVectors = 8;
+    auto nest = [&](Stage st, int pixels, int rows) {
+        st.split(s.x, x_o, x_i, pixels);
+        std::vector<VarOrRVar> loops = {s.c, x_i};
+        if (s.phased) loops.push_back(s.p);
+        if (rows > 1) {
+            st.split(s.y, y_o, y_i, block_rows, TailStrategy::ShiftInwards).split(y_i, y_r, y_t, rows);
+            for (const Var &d : {y_t, x_o, y_r, y_o}) loops.push_back(d);
         } else {
-            st.reorder(s.c, x_i, x_o, y_i, y_o, s.z, s.g, s.n);
+            st.split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf);
+            for (const Var &d : {x_o, y_i, y_o}) loops.push_back(d);
         }
-        st.parallel(s.g).parallel(s.n);
+        for (const Var &d : {s.z, s.g, s.n}) loops.push_back(d);
+        st.reorder(loops).parallel(s.g).parallel(s.n);
     };
-    // Tiles of px_vectors, 2 and 1 vectors (the last tile of a row shifts inwards).
+    // Tiles of px_vectors, 2 and 1 vectors (the last tile of a row shifts inwards), then
+    // one vector a row for short planes.
     for (int vectors : tile_vector_counts(px_vectors)) {
-        Stage st = s.dx.specialize(s.x_extent >= vectors * vec);
-        nest(st, vectors * vec);
+        const int rows = s.phased ? 1 : std::gcd(block_rows, std::max(1, kTileVectors / vectors));
+        Expr fits = s.x_extent >= vectors * vec;
+        if (rows > 1) fits = fits && s.y_extent >= block_rows;
+        Stage st = s.dx.specialize(fits);
+        nest(st, vectors * vec, rows);
+        tile.stores(st, x_i, y_t, rows);
+    }
+    if (!s.phased) {
+        Stage st = s.dx.specialize(s.x_extent >= vec);
+        nest(st, vec, 1);
         tile.stores(st, x_i);
     }
-    nest(s.dx, 1);
-    s.dy_in.compute_at(s.dx, y_o).vectorize(s.dy_in.args()[1], vec, TailStrategy::GuardWithIf);
+    nest(s.dx, 1, 1);
+    // Staged per block, stored per plane: one allocation a plane, not one a block (malloc
+    // and free took ~10 % of mb_dw192_28's 28x28 planes).
+    stage_rows_over_zeros(s.dy_in, LoopLevel(s.dx, y_o), vec);
+    s.dy_in.store_at(s.dx, s.g);
     s.w_local.compute_root();
-    tile.accumulators(x_o);  // x vectors (of both phases), reduced over (multiplier, taps)
+    tile.accumulators(x_o, !s.phased);  // x vectors (of both phases) x rows, reduced over (multiplier, taps)
 }
 
 }  // namespace
@@ -144,13 +198,15 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
     // the call). NXC: transposed, the gathers of each x vector (one channel, vec pixels)
     // unrolled over 4 channels so they share cache lines (over vec channels, as the whole
     // copy was, the gathers in every tile branch took the generator 150 s instead of 34).
-    // NCX: rows copied as they are.
-    {
+    // NCX: rows copied as they are (over zeros: stage_rows_over_zeros).
+    if (layout == Layout::NCX) {
+        stage_rows_over_zeros(s.dy_in, LoopLevel(s.dx, y_o), vec);
+    } else {
         const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
         s.dy_in.compute_at(s.dx, y_o)
             .reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5])
             .split(a[1], x_o, x_i, vec, TailStrategy::GuardWithIf)
-            .split(a[0], co_o, co_i, layout == Layout::NCX ? 1 : 4, TailStrategy::GuardWithIf)
+            .split(a[0], co_o, co_i, 4, TailStrategy::GuardWithIf)
             .reorder(x_i, co_i, x_o, co_o, a[2], a[3], a[4], a[5])
             .vectorize(x_i).unroll(co_i);
     }

@@ -46,4 +46,15 @@ inline void stage_vector_dim_innermost(Func f, const Var &inner, int vec, bool t
     f.parallel(a[5]).parallel(a[2]);
 }
 
+// Computes `f`, an activation staged as rows over zeros (generator_common.h), inside `at`,
+// rows innermost (x, then channels): the zeros and each row's copy vectorised along x, the
+// copy with a masked last vector.
+inline void stage_rows_over_zeros(Func f, const LoopLevel &at, int vec) {
+    const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
+    const RVar row = f.rvars(0)[0];
+    f.compute_at(at).reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5]);
+    f.reorder(a[1], a[0], a[2], a[3], a[4], a[5]).vectorize(a[1], vec, TailStrategy::GuardWithIf);
+    f.update().reorder(row, a[0], a[2], a[3], a[4], a[5]).vectorize(row, vec, TailStrategy::GuardWithIf);
+}
+
 }  // namespace convgrad::gen

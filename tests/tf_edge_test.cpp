@@ -356,6 +356,21 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
     native.depthwise = true;
     native.filter = {3, 3, 8, 1};
     expect_matches_reference(native);
+    // Planes of at least a block's rows (8) take the data gradient's tiles of several rows,
+    // the last block shifted inwards over the one before: heights that leave a partial
+    // block, every tile width, 3x3 and 5x5 filters (taps unrolled), and dilated and 1x3
+    // ones (taps at run time).
+    for (int64_t height : {8, 19, 28}) {
+        for (int64_t width : {16, 28, 40, 70}) expect_matches_reference(nchw(2, height, width, 3, 3, "SAME", 1));
+        expect_matches_reference(nchw(1, height, 37, 2, 5, "SAME", 1));
+        TfConv2D tall_dilated = nchw(1, height, 37, 2, 3, "SAME", 1);
+        tall_dilated.dilations = {1, 1, 2, 2};
+        expect_matches_reference(tall_dilated);
+        TfConv2D tall_wide = nchw(1, height, 45, 2, 3, "SAME", 1);
+        tall_wide.filter = {1, 3, 1, 2};
+        expect_matches_reference(tall_wide);
+    }
+    expect_kernels(nchw(2, 19, 40, 3, 3, "SAME", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
     // Rows narrower than a vector keep the channel-vector kernels.
     expect_kernels(nchw(2, 7, 14, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     expect_matches_reference(nchw(2, 7, 14, 24, 3, "SAME", 1));
