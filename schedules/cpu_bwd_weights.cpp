@@ -136,19 +136,25 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // edges (updates only allow guards, which made part's size dynamic).
     Func sums = part.in(s.acc);
 
-    auto nest = [&](Stage st, int ci_factor, int co_factor) {
-        st.split(s.co, co_o, co_i, co_factor).split(s.ci, ci_o, ci_i, ci_factor)
-            .reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g, u, w);
+    // `row_taps`: the tile holds a row of 3 taps (kx) too (the small-group branches below).
+    auto nest = [&](Stage st, int ci_factor, int co_factor, bool row_taps = false) {
+        st.split(s.co, co_o, co_i, co_factor).split(s.ci, ci_o, ci_i, ci_factor);
+        if (row_taps) {
+            st.reorder(co_i, ci_i, s.kx, co_o, ci_o, s.ky, s.kz, s.g, u, w).unroll(s.kx);
+        } else {
+            st.reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g, u, w).parallel(s.kx);
+        }
         // Nested parallel loops, not one fused loop: Halide 14 gives the dims of a fused loop
         // their whole range in bounds inference, which sized the tile's accumulators (computed
         // inside) by every tap, as a heap allocation per tile.
-        for (const Var &d : {co_o, ci_o, s.kx, s.ky, s.kz, s.g}) st.parallel(d);
+        for (const Var &d : {co_o, ci_o, s.ky, s.kz, s.g}) st.parallel(d);
     };
     // Specialise before splitting: each branch gets its own split factors (same names).
     // Branches in order: (condition, ci tile, co tile, vector width); the last is scalar.
     struct Branch {
         Expr condition;
         int ci, co, lanes;
+        bool row_taps = false;  // with 3 taps along x: a tile over the three
     };
     // Grouped layers with 8-16 channels per group get a ci tile over narrower co vectors:
     // one chain per (ci, co-vector) would leave the FMA pipes idle for its latency.
@@ -164,14 +170,25 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     if (layout != Layout::Any) {
         branches = {{tiled, ci_tile, co_tile, vec},
                     {narrow, 3, co_tile, vec},
-                    {s.ci_extent >= ci_tile && vector && co_below_tile, ci_tile, vec, vec},
-                    {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2},
+                    {s.ci_extent >= ci_tile && vector && co_below_tile, ci_tile, vec, vec, true},
+                    {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2, true},
                     {vector, 1, vec, vec},
                     {half, 1, vec / 2, vec / 2}};
     }
     sums.compute_root().reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g, u, w);
+    // Small groups (one co vector, or half of one, per ci_tile channels): the tile's loads
+    // (one dy vector and ci_tile broadcasts of x per position) each touch a new cache line
+    // for 8 FMAs, and rx_g32_28 ran at 23 % of peak. With a filter 3 taps wide, the tile
+    // takes the three (3 x 8 accumulators): per position one dy vector feeds 24 FMAs, and
+    // the x of taps 1 and 2 was loaded by the positions before.
+    const Expr row_of_3 = s.kx_extent == 3;
     for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
         Stage st = sums.specialize(b.condition);
+        if (b.row_taps) {
+            Stage st3 = st.specialize(row_of_3);
+            nest(st3, b.ci, b.co, true);
+            st3.vectorize(co_i, b.lanes).unroll(ci_i);
+        }
         nest(st, b.ci, b.co);
         st.vectorize(co_i, b.lanes).unroll(ci_i);
     }
@@ -192,11 +209,17 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     part.compute_at(sums, co_o).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g, u, w);
     for (const Branch &b : branches) {
         // GuardWithIf: see cpu_bwd_data.cpp (keeps every branch's tile a constant size).
-        part.specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
+        Stage pure = part.specialize(b.condition), update = part.update().specialize(b.condition);
+        pure.split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
             .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
-        part.update().specialize(b.condition).split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
-            .reorder(co_vi, co_vo, s.ci, ox, oyi, plane)
+        update.split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
+            .reorder(co_vi, co_vo, s.ci, s.kx, ox, oyi, plane)
             .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+        if (b.row_taps) {
+            // (A specialisation copies the schedule as it stands: these come last.)
+            pure.specialize(row_of_3).unroll(s.kx);
+            update.specialize(row_of_3).unroll(s.kx);
+        }
     }
     part.update().reorder(s.co, s.ci, ox, oyi, plane);
 

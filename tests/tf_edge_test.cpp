@@ -210,6 +210,23 @@ TEST(TfEdge, EveryTileBranch) {
     }
 }
 
+// The NHWC filter gradient's small-group tiles (8 or more input channels, 8-31 output
+// channels per group: half a vector or one of co) hold a row of 3 taps when the filter is 3
+// wide: half and whole co vectors, co counts with a guarded tail, 3-wide filters of other
+// heights, stride 2, dilation, and 5-wide filters (one tap a tile).
+TEST(TfEdge, SmallGroupRowTaps) {
+    expect_matches_reference(conv({2, 9, 11, 64}, {3, 3, 8, 64}, "SAME", 1, 1));     // 8 groups: 8 in, 8 out
+    expect_matches_reference(conv({2, 9, 11, 64}, {3, 3, 16, 80}, "SAME", 1, 1));    // 4 groups: 16 in, 20 out
+    expect_matches_reference(conv({1, 7, 13, 48}, {3, 3, 12, 36}, "VALID", 1, 1));   // 4 groups: 12 in, 9 out
+    expect_matches_reference(conv({2, 6, 10, 32}, {5, 3, 8, 32}, "SAME", 1, 1));     // 3 wide, 5 high
+    expect_matches_reference(conv({2, 6, 10, 32}, {1, 3, 8, 32}, "SAME", 1, 1));     // 1 x 3
+    expect_matches_reference(conv({2, 12, 15, 32}, {3, 3, 8, 32}, "SAME", 2, 2));    // stride 2
+    expect_matches_reference(conv({2, 9, 11, 32}, {3, 5, 8, 32}, "SAME", 1, 1));     // 5 wide
+    TfConv2D dilated = conv({2, 9, 11, 32}, {3, 3, 8, 32}, "SAME", 1, 1);
+    dilated.dilations = {1, 2, 2, 1};
+    expect_matches_reference(dilated);
+}
+
 // Filter gradients large enough for the reduction's cache blocking (cpu_bwd_weights.cpp:
 // chunks of ~512 KB of x and dy) to cut it several ways, each with a short last chunk:
 // rows of one image (71 rows: 36 + 35), groups of whole images (29 images: 14 + 14 + 1),
