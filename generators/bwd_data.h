@@ -32,7 +32,7 @@ struct BwdDataStages {
     Expr c_extent, x_extent, y_extent, g_extent;
     Expr kx_extent, ky_extent, kz_extent;  // the filter's taps
     // True for a square 2-D filter of taps x taps.
-    Expr square_2d(int taps) const { return kx_extent == taps && ky_extent == taps && kz_extent == 1; }
+    Expr square_2d(int taps) const { return square_2d_filter(kx_extent, ky_extent, kz_extent, taps); }
 };
 
 // The most input channels per group the pixel-vector variants are built for (the registry

@@ -17,7 +17,7 @@ struct BwdWeightsStages {
     Expr unit_stride, stride_x;
     Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
     // True for a square 2-D filter of taps x taps.
-    Expr square_2d(int taps) const { return kx_extent == taps && ky_extent == taps && kz_extent == 1; }
+    Expr square_2d(int taps) const { return square_2d_filter(kx_extent, ky_extent, kz_extent, taps); }
     // Sizes for cache blocking the reduction: its rows (n, oz, oy), the bytes of x and dy
     // one row of dy touches (all groups), and the bytes of the whole filter.
     Expr reduction_rows, oy_extent, row_bytes, filter_bytes;
