@@ -37,12 +37,6 @@ public:
         BwdDataStages s;
         const std::array<AxisParams, 3> ax = axes();
 
-        // Reads of dy outside its spatial extent are the structural zeros of the padding.
-        Func dy_padded = BoundaryConditions::constant_exterior(
-            dy, Halide::cast(bt, 0),
-            {Range(), {0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
-             {0, dy.dim(kZ).extent()}, Range(), Range()});
-
         // The filter as the kernel reads it: in the accumulator type, so a packed copy (see the
         // schedules) converts 16-bit filters once instead of in the inner loop.
         s.w_local = Func("w_local");
@@ -55,6 +49,11 @@ public:
         if (pixel_vectors && rows_contiguous(variant_layout())) {
             s.dy_in = rows_over_zeros(dy, "dy_in");
         } else {
+            // Reads of dy outside its spatial extent are the structural zeros of the padding.
+            Func dy_padded = BoundaryConditions::constant_exterior(
+                dy, Halide::cast(bt, 0),
+                {Range(), {0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
+                 {0, dy.dim(kZ).extent()}, Range(), Range()});
             s.dy_in = Func("dy_in");
             Var co, x, y, z, g, n;
             s.dy_in(co, x, y, z, g, n) = widen(dy_padded(co, x, y, z, g, n));

@@ -32,11 +32,6 @@ public:
         BwdWeightsStages s;
         const std::array<AxisParams, 3> ax = axes();
 
-        Func x_padded = BoundaryConditions::constant_exterior(
-            x, Halide::cast(bt, 0),
-            {Range(), {0, x.dim(kX).extent()}, {0, x.dim(kY).extent()},
-             {0, x.dim(kZ).extent()}, Range(), Range()});
-
         // The pixel-vector variant runs the reduction over x in whole vectors: past dy's
         // width it reads zeros (and x's zero border), so the last vector of a row needs no
         // masked loads and stores, which kept every accumulator of the tile in memory.
@@ -49,6 +44,10 @@ public:
             s.x_in = rows_over_zeros(x, "x_in");
             s.dy_in = rows_over_zeros(dy, "dy_in");
         } else {
+            Func x_padded = BoundaryConditions::constant_exterior(
+                x, Halide::cast(bt, 0),
+                {Range(), {0, x.dim(kX).extent()}, {0, x.dim(kY).extent()},
+                 {0, x.dim(kZ).extent()}, Range(), Range()});
             s.x_in = Func("x_in");
             s.dy_in = Func("dy_in");
             Var c, x_, y, z, g, n;

@@ -197,13 +197,13 @@ private:
     std::map<std::string, int> values_;
 };
 
-// Per spatial axis (x, y, z) runtime parameters: stride, dilation and padding before.
-// The padding after is implied by the buffer extents, so kernels never need it.
 // True for a square 2-D filter of taps x taps, given its extents along x, y and z.
 inline Expr square_2d_filter(const Expr &kx, const Expr &ky, const Expr &kz, int taps) {
     return kx == taps && ky == taps && kz == 1;
 }
 
+// Per spatial axis (x, y, z) runtime parameters: stride, dilation and padding before.
+// The padding after is implied by the buffer extents, so kernels never need it.
 struct AxisParams {
     Expr stride, dilation, pad_begin;
 };
