@@ -26,15 +26,14 @@ void schedule_bwd_weights_gpu(BwdWeightsStages &s, const Target &target, Layout 
     // RVar splits guard their tail: rows past OH are not reduced twice.
     s.acc.update().split(oy, oy_part, oy_row, s.tuned.get("rows_per_part", kRowsPerPart));
     Func partial = s.acc.update().rfactor({{oy_part, part_y}, {n, part_n}});
-    partial.compute_root();
-    const std::vector<VarOrRVar> points = {s.ci, s.co, s.kx, s.ky, s.kz, s.g, part_y, part_n};
     const int block = s.tuned.get("block", kGpuBlock);
-    gpu_one_thread_per_point(partial, points, block);
-    gpu_one_thread_per_point(partial.update(), points, block);
+    gpu_reduction_in_own_launches(partial, {s.ci, s.co, s.kx, s.ky, s.kz, s.g, part_y, part_n}, block);
 
-    // The final sums: one thread per dw element adds its parts (order fixed by the loop).
-    const Var thread = gpu_one_thread_per_point(s.dw, {s.ci, s.co, s.kx, s.ky, s.kz, s.g}, block);
-    gpu_per_thread(s.acc, s.dw, thread);
+    // The final sums: one thread per filter element adds its parts (order fixed by the loop),
+    // then one per element converts them into dw.
+    const std::vector<VarOrRVar> filter = {s.ci, s.co, s.kx, s.ky, s.kz, s.g};
+    gpu_reduction_in_own_launches(s.acc, filter, block);
+    gpu_one_thread_per_point(s.dw, filter, block);
 }
 
 }  // namespace convgrad::gen

@@ -29,14 +29,17 @@ inline Var gpu_one_thread_per_point(Stage st, const std::vector<VarOrRVar> &dims
     return thread;
 }
 
-// Computes the reduction `acc` per thread of its consumer, in registers. Bounds inference
-// cannot prove that the fused loop's div/mod pins each dim to one point (the extents might
-// be negative, as far as it knows), so without a storage bound it sizes `acc` at run time
-// and lifts it into a global-memory buffer per launch. At run time the region is one point,
-// so an extent bound of 1 is exact.
-inline void gpu_per_thread(Func acc, Func consumer, const Var &thread) {
-    acc.compute_at(consumer, thread).store_in(MemoryType::Register);
-    for (const Var &v : acc.args()) acc.bound_extent(v, 1);
+// The reduction `acc` in launches of its own: one thread per point sets it, then one thread
+// per point runs that point's whole reduction (in a fixed order: deterministic), in global
+// memory that its consumer then reads. (Computed per thread of the consumer, in a register,
+// its one-element storage was indexed from a region that bounds inference widens through the
+// fused loop's div/mod, from the buffer's min to the thread's point: out of bounds on most
+// threads. LLVM folded that into a register for most dtypes; on CUDA, bfloat16's bit casts
+// kept it in local memory and read garbage.) `dims`: acc's pure vars, innermost first.
+inline void gpu_reduction_in_own_launches(Func acc, const std::vector<VarOrRVar> &dims, int block) {
+    acc.compute_root();
+    gpu_one_thread_per_point(acc, dims, block);
+    gpu_one_thread_per_point(acc.update(), dims, block);
 }
 
 }  // namespace convgrad::gen
