@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The CUDA check, in one command, for a machine with an NVIDIA GPU (the `device` tool's H100):
 # build (if needed), run the GPU tests on CUDA, then benchmark the suite on CUDA against
-# cuDNN through PyTorch, f32 and f16. Results go to $OUT (or gpu-results/).
+# cuDNN through PyTorch, f32 and f16, and last the CUDA tests again under compute-sanitizer.
+# Results go to $OUT (or gpu-results/).
 #   scripts/gpu-check.sh            # everything
-#   SKIP_BENCH=1 scripts/gpu-check.sh
+#   SKIP_BENCH=1 SKIP_SANITIZER=1 scripts/gpu-check.sh
+# Where the machine cannot build (the `device` tool's), run scripts/gpu-pack.sh here first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu-results}"
@@ -14,7 +16,15 @@ mkdir -p "$out"
 } | tee "$out/env.txt"
 
 if [ ! -x build/tools/convgrad ] || [ ! -x build/tests/convgrad_gpu_tests ]; then
-  scripts/build.sh -DCONVGRAD_BUILD_TESTS=ON 2>&1 | tail -20
+  if [ -f .gpu/convgrad-gpu.tar.xz ]; then
+    # Built elsewhere by scripts/gpu-pack.sh: this machine has no Halide to build with.
+    xz -dc .gpu/convgrad-gpu.tar.xz | tar -xf -
+  else
+    scripts/build.sh -DCONVGRAD_BUILD_TESTS=ON 2>&1 | tail -20
+  fi
+fi
+if [ -d build/gpu-libs ]; then
+  export LD_LIBRARY_PATH="$PWD/build/gpu-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 build/tools/convgrad info | tee "$out/info.txt"
 
@@ -28,4 +38,12 @@ if [ -z "${SKIP_BENCH:-}" ]; then
     python3 bench/cudnn_bench.py "$out/convgrad_cuda_$dtype.json" --json "$out/joint_$dtype.json" \
       | tee "$out/cuda_vs_cudnn_$dtype.md"
   done
+fi
+
+# Device accesses out of bounds (or of uninitialised memory) that happen to give the right
+# answers: compute-sanitizer over the CUDA tests, with fewer cases (it slows kernels down).
+san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+if [ -x "$san" ] && [ -z "${SKIP_SANITIZER:-}" ]; then
+  CONVGRAD_TEST_CASES=20 "$san" --tool memcheck --error-exitcode 3 \
+    build/tests/convgrad_gpu_tests --gtest_filter='*cuda*' 2>&1 | tail -40 | tee "$out/sanitizer.txt"
 fi
