@@ -32,14 +32,15 @@ ConvProblem to_problem(const NdConv &c, DType dtype, bool nxc, bool xio) {
     return p;
 }
 
-NdConv random_problem(Rng &rng, bool long_reduction) {
+NdConv random_problem(Rng &rng, ProblemMix mix) {
+    const bool long_reduction = mix == ProblemMix::kLongReductions, wide = mix == ProblemMix::kWideChannels;
     while (true) {
         NdConv c;
-        c.rank = long_reduction ? 2 : static_cast<int>(pick(rng, 1, 3));
+        c.rank = long_reduction ? 2 : static_cast<int>(pick(rng, 1, wide ? 2 : 3));
         c.batch = long_reduction ? 4 : pick(rng, 1, 2);
         c.groups = pick(rng, 1, 2);
-        c.cin = c.groups * pick(rng, 1, 5);
-        c.cout = c.groups * pick(rng, 1, 5);
+        c.cin = c.groups * (wide ? pick(rng, 16, 40) : pick(rng, 1, 5));
+        c.cout = c.groups * (wide ? pick(rng, 16, 40) : pick(rng, 1, 5));
         bool ok = true;
         for (int a = 0; a < c.rank; a++) {
             const int64_t in = long_reduction ? 64 : pick(rng, 1, c.rank == 3 ? 6 : 10);
@@ -95,11 +96,12 @@ double check_contract(DType t, const std::vector<double> &got, const std::vector
     return worst;
 }
 
-void check_dtype(DType t, bool long_reduction, uint64_t seed, int cases, const TestDevice &on) {
+void check_dtype(DType t, ProblemMix mix, uint64_t seed, int cases, const TestDevice &on) {
+    const bool long_reduction = mix == ProblemMix::kLongReductions;
     Rng rng(seed);
     double worst = 0;
     for (int i = 0; i < cases; i++) {
-        const NdConv c = random_problem(rng, long_reduction);
+        const NdConv c = random_problem(rng, mix);
         const bool nxc = pick(rng, 0, 1), xio = pick(rng, 0, 1), gapped = pick(rng, 0, 4) == 0;
         const ConvProblem p = to_problem(c, t, nxc, xio);
         SCOPED_TRACE(std::string(dtype_name(t)) + " case " + std::to_string(i) + (nxc ? " NXC" : " NCX") +
@@ -138,8 +140,9 @@ void check_dtype(DType t, bool long_reduction, uint64_t seed, int cases, const T
                                                nd_backprop_filter(c, absolute(x), absolute(dy)), positions));
     }
     // The bound must also be meaningful: errors of 16-bit results reach a visible part of it.
-    std::printf("[ %s%s on %s ] worst error / bound = %.3g over %d problems\n", dtype_name(t),
-                long_reduction ? " long reductions" : "", device_name(on.device), worst, cases);
+    const char *mix_name = long_reduction ? " long reductions" : mix == ProblemMix::kWideChannels ? " wide channels" : "";
+    std::printf("[ %s%s on %s ] worst error / bound = %.3g over %d problems\n", dtype_name(t), mix_name,
+                device_name(on.device), worst, cases);
 }
 
 }  // namespace convgrad::test

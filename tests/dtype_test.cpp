@@ -30,17 +30,17 @@ int case_count() {
     return env ? std::max(10, std::atoi(env) / 3) : 100;
 }
 
-TEST(DtypeContract, Float32) { check_dtype(DType::kFloat32, false, 101, case_count()); }
-TEST(DtypeContract, Float64) { check_dtype(DType::kFloat64, false, 102, case_count()); }
-TEST(DtypeContract, Float16) { check_dtype(DType::kFloat16, false, 103, case_count()); }
-TEST(DtypeContract, BFloat16) { check_dtype(DType::kBFloat16, false, 104, case_count()); }
-TEST(DtypeContract, Int32) { check_dtype(DType::kInt32, false, 105, case_count()); }
+TEST(DtypeContract, Float32) { check_dtype(DType::kFloat32, ProblemMix::kSmall, 101, case_count()); }
+TEST(DtypeContract, Float64) { check_dtype(DType::kFloat64, ProblemMix::kSmall, 102, case_count()); }
+TEST(DtypeContract, Float16) { check_dtype(DType::kFloat16, ProblemMix::kSmall, 103, case_count()); }
+TEST(DtypeContract, BFloat16) { check_dtype(DType::kBFloat16, ProblemMix::kSmall, 104, case_count()); }
+TEST(DtypeContract, Int32) { check_dtype(DType::kInt32, ProblemMix::kSmall, 105, case_count()); }
 
 // Filter gradients reduce over N*OH*OW = 4*64*64 ≈ 16k terms: where f16 error grows.
 TEST(DtypeContract, LongReductions) {
     const int problems = std::getenv("CONVGRAD_TEST_CASES") ? 2 : 4;  // fewer under qemu
     for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
-        check_dtype(t, true, 106, problems);
+        check_dtype(t, ProblemMix::kLongReductions, 106, problems);
     }
 }
 

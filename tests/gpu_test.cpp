@@ -50,9 +50,10 @@ protected:
         if (t == DType::kFloat16) return opencl_has("fp16");
         return true;
     }
-    void check(DType t, uint64_t seed, bool device_memory, bool long_reduction = false) {
+    void check(DType t, uint64_t seed, bool device_memory, ProblemMix mix = ProblemMix::kSmall) {
         if (!dtype_supported(t)) GTEST_SKIP() << "the OpenCL device lacks " << dtype_name(t) << " (see Float16Unsupported)";
-        check_dtype(t, long_reduction, seed, long_reduction ? 2 : cases(), TestDevice{GetParam(), device_memory});
+        const int n = mix == ProblemMix::kSmall ? cases() : mix == ProblemMix::kLongReductions ? 2 : 4;
+        check_dtype(t, mix, seed, n, TestDevice{GetParam(), device_memory});
     }
 };
 
@@ -65,7 +66,12 @@ TEST_P(GpuContract, BFloat16DeviceMemory) { check(DType::kBFloat16, 206, true); 
 TEST_P(GpuContract, Int32) { check(DType::kInt32, 207, false); }
 // N*OH*OW = 4*64*64 terms per filter-gradient element: the partial sums over (n, 8 rows).
 TEST_P(GpuContract, LongReductions) {
-    for (DType t : {DType::kFloat32, DType::kBFloat16}) check(t, 208, false, true);
+    for (DType t : {DType::kFloat32, DType::kBFloat16}) check(t, 208, false, ProblemMix::kLongReductions);
+}
+// 16-40 channels per group: the data gradient's 32-channel thread blocks (schedules/
+// gpu_bwd_data.cpp), which the small problems above (at most 5 per group) never reach.
+TEST_P(GpuContract, WideChannels) {
+    for (DType t : {DType::kFloat32, DType::kBFloat16}) check(t, 209, false, ProblemMix::kWideChannels);
 }
 
 // The kernel that runs is the device's, not a CPU one.
