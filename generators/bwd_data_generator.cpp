@@ -49,14 +49,7 @@ public:
         if (pixel_vectors && rows_contiguous(variant_layout())) {
             s.dy_in = rows_over_zeros(dy, "dy_in");
         } else {
-            // Reads of dy outside its spatial extent are the structural zeros of the padding.
-            Func dy_padded = BoundaryConditions::constant_exterior(
-                dy, Halide::cast(bt, 0),
-                {Range(), {0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
-                 {0, dy.dim(kZ).extent()}, Range(), Range()});
-            s.dy_in = Func("dy_in");
-            Var co, x, y, z, g, n;
-            s.dy_in(co, x, y, z, g, n) = widen(dy_padded(co, x, y, z, g, n));
+            s.dy_in = zero_padded(dy, "dy_in");
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): such inputs are
         // converted once per element instead of at every use in the tiles.

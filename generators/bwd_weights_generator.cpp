@@ -44,14 +44,9 @@ public:
             s.x_in = rows_over_zeros(x, "x_in");
             s.dy_in = rows_over_zeros(dy, "dy_in");
         } else {
-            Func x_padded = BoundaryConditions::constant_exterior(
-                x, Halide::cast(bt, 0),
-                {Range(), {0, x.dim(kX).extent()}, {0, x.dim(kY).extent()},
-                 {0, x.dim(kZ).extent()}, Range(), Range()});
-            s.x_in = Func("x_in");
+            s.x_in = zero_padded(x, "x_in");
             s.dy_in = Func("dy_in");
             Var c, x_, y, z, g, n;
-            s.x_in(c, x_, y, z, g, n) = widen(x_padded(c, x_, y, z, g, n));
             s.dy_in(c, x_, y, z, g, n) = widen(dy(c, x_, y, z, g, n));
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input

@@ -253,6 +253,19 @@ protected:
     }
     Layout variant_layout() const { return parse_layout(layout); }
 
+    // An activation in the accumulator type, zero outside its spatial extent: reads there are
+    // the padding's structural zeros.
+    Func zero_padded(const GeneratorInput<Buffer<>> &in, const std::string &name) const {
+        using namespace canonical;
+        Func padded = BoundaryConditions::constant_exterior(
+            in, Halide::cast(buffer_type(), 0),
+            {Range(), {0, in.dim(kX).extent()}, {0, in.dim(kY).extent()}, {0, in.dim(kZ).extent()}, Range(), Range()});
+        Func f(name);
+        Var c, x, y, z, g, n;
+        f(c, x, y, z, g, n) = widen(padded(c, x, y, z, g, n));
+        return f;
+    }
+
     // An activation in the accumulator type, for the channels-first pixel-vector variants,
     // which stage whole rows (x contiguous) in cache: zeros, then each row of `in` copied
     // over them, so a staged row has zeros at both ends (the padding, or whole vectors past
