@@ -16,6 +16,8 @@ struct BwdWeightsStages {
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
     Expr unit_stride, stride_x;
     Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
+    // dw's strides: HWIO has co innermost (stride 1); OIHW has the taps innermost and ci next.
+    Expr dw_co_stride, dw_ci_stride;
     // True for a square 2-D filter of taps x taps.
     Expr square_2d(int taps) const { return square_2d_filter(kx_extent, ky_extent, kz_extent, taps); }
     // Sizes for cache blocking the reduction: its rows (n, oz, oy), the bytes of x and dy

@@ -90,6 +90,8 @@ public:
         s.kx_extent = dw.dim(kKx).extent();
         s.ky_extent = dw.dim(kKy).extent();
         s.kz_extent = dw.dim(kKz).extent();
+        s.dw_co_stride = dw.dim(kCo).stride();
+        s.dw_ci_stride = dw.dim(kCi).stride();
         s.oy_extent = dy.dim(kY).extent();
         s.reduction_rows = s.oy_extent * dy.dim(kZ).extent() * dy.dim(kN).extent();
         // In float: the products overflow 32 bits on large layers.
