@@ -28,6 +28,7 @@ struct BwdDataStages {
     // re-stages (block + 2) / block of dy's rows.
     int block_rows() const { return tuned.get("block_rows", 8); }
     Expr unit_stride;     // true when every spatial stride is 1
+    Expr stride_2;        // true for strides (2, 2, 1) along (x, y, z): 2-D downsampling layers
     Expr unit_dilation;   // true when every spatial dilation is 1
     Expr c_extent, x_extent, y_extent, g_extent;
     Expr kx_extent, ky_extent, kz_extent;  // the filter's taps

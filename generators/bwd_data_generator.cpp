@@ -98,6 +98,7 @@ public:
         fixed.apply(dx, "dx");
 
         s.unit_stride = unit_stride();
+        s.stride_2 = stride_2d(2);
         s.unit_dilation = unit_dilation();
         s.tuned = schedule_params();
         s.c_extent = dx.dim(kC).extent();

@@ -323,9 +323,11 @@ protected:
         return {AxisParams{stride_x, dilation_x, pad_x}, AxisParams{stride_y, dilation_y, pad_y},
                 AxisParams{stride_z, dilation_z, pad_z}};
     }
-    Expr unit_stride() const {
+    Expr unit_stride() const { return stride_2d(1); }
+    // Strides (s, s, 1): 2-D layers (z has extent 1) with stride s along x and y.
+    Expr stride_2d(int s) const {
         const auto a = axes();
-        return a[0].stride == 1 && a[1].stride == 1 && a[2].stride == 1;
+        return a[0].stride == s && a[1].stride == s && a[2].stride == 1;
     }
     Expr unit_dilation() const {
         const auto a = axes();

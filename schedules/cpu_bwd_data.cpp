@@ -7,8 +7,9 @@
 // dy staged per block of rows with its zero border (no boundary tests in the tiles).
 // Channels-first layouts (ncx, ncg: x contiguous) run the same tiles on staged copies: dy is
 // transposed once into vector-dim-innermost order, the tiles write a vector-dim-innermost
-// dx_local, and dx is a transposing copy of it. Two extra passes over memory cost far less
-// than tiles with strided vectors (NCHW ran at 0.06x oneDNN with its own x-vector tiles).
+// dx_local per row of dx, and dx's row is a transposing copy of it (in cache). The extra
+// passes cost far less than tiles with strided vectors (NCHW ran at 0.06x oneDNN with its
+// own x-vector tiles).
 // The stride-2 variants (x_phases = 2) run the same tiles over q, the pixels of one phase of
 // x = 2q + p, with p just outside the tiles: every pixel of a tile takes the same taps.
 // Branches by size: 7-pixel rows, 2/1/half-vector tiles over pixels, single vectors, then
@@ -56,18 +57,31 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // (vector dim innermost) that dx then copies, vectorised along its contiguous x.
     Func out = s.dx;
     if (channels_first) {
+        // Computed per row of dx (every channel of it), just before that row's copy: the
+        // copy then reads it from cache. (Computed whole, it went to DRAM and back: NCHW
+        // mb_dw576s2_14 spent 39 % of its call in the copy.) The rows are dx's parallel loops.
         out = s.dx_local;
-        out.compute_root();
+        out.compute_at(s.dx, s.y);
         if (groups_vectorised) out.reorder_storage(s.g, s.c, s.x, s.y, s.z, s.n);
-        // The transposing copy in vec x vec blocks: x vectors (contiguous stores), vec
+        // The transposing copy in blocks of (x vector) x vec: x vectors (contiguous stores), vec
         // unrolled channels (or groups) whose gathers share cache lines (see cpu_staging.h).
+        // Rows of at least `lanes` pixels take whole vectors of `lanes`, the last one shifted
+        // inwards: a guarded vector predicates its gathers lane by lane, and with 7-pixel rows
+        // every vector was one (NCHW mb_dw960_7: 39 % of the call in this copy). Narrower
+        // rows than the smallest: the guarded vector.
         const Var v = groups_vectorised ? s.g : s.c;
         Var vo("vo"), vi("vi");
-        s.dx.split(s.x, x_o, x_i, vec, TailStrategy::GuardWithIf)
-            .split(v, vo, vi, vec, TailStrategy::GuardWithIf)
-            .reorder(x_i, vi, groups_vectorised ? s.c : s.g, x_o, vo, s.y, s.z, s.n)  // rows outermost
-            .vectorize(x_i).unroll(vi);
-        parallel_rows(s.dx);
+        const auto copy = [&](Stage st, int lanes, TailStrategy tail) {
+            st.split(s.x, x_o, x_i, lanes, tail)
+                .split(v, vo, vi, vec, TailStrategy::GuardWithIf)
+                .reorder(x_i, vi, groups_vectorised ? s.c : s.g, x_o, vo, s.y, s.z, s.n)  // rows outermost
+                .vectorize(x_i).unroll(vi);
+            parallel_rows(st);
+        };
+        for (int lanes = vec; lanes >= 4; lanes /= 2) {
+            copy(s.dx.specialize(s.x_extent >= lanes), lanes, TailStrategy::ShiftInwards);
+        }
+        copy(s.dx, vec, TailStrategy::GuardWithIf);
     }
 
     // NXC and NXG: dy staged per block of `block_rows` dx rows, zero border included, in
@@ -103,7 +117,7 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         st.reorder(loops);
         if (stage_row_blocks) {
             st.split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf).parallel(y_o).parallel(s.n);
-        } else {
+        } else if (!channels_first) {  // (channels first: in dx's parallel rows)
             parallel_rows(st);
         }
     };
@@ -174,6 +188,10 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         order(st, {v_vi, v_vo});
         st.vectorize(v_vi).unroll(v_vo).unroll(s.x);
         st.specialize(s.unit_stride);
+        // Stride 2 without the x-phase view (channels-first tiles, odd widths): the taps'
+        // grid test becomes a bit test. At run time it was an idiv per pixel and tap, and
+        // NCHW mb_dw576s2_14 ran at 0.15x oneDNN.
+        if (!s.phased) st.specialize(s.stride_2);
     }
     // Fewer channels than half a vector (an RGB stem's 3): one output per step, its long
     // reduction over output channels split into vector lanes (rfactor) and summed after.
