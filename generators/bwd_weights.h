@@ -15,6 +15,7 @@ struct BwdWeightsStages {
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
     Expr unit_stride, stride_x;
+    Expr dilation_x;  // the taps' spacing along x (1: undilated)
     Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
     // dw's strides: HWIO has co innermost (stride 1); OIHW has the taps innermost and ci next.
     Expr dw_co_stride, dw_ci_stride;

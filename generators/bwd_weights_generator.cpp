@@ -83,6 +83,7 @@ public:
 
         s.unit_stride = unit_stride();
         s.stride_x = ax[0].stride;
+        s.dilation_x = ax[0].dilation;
         s.tuned = schedule_params();
         s.co_extent = dw.dim(kCo).extent();
         s.ci_extent = dw.dim(kCi).extent();

@@ -78,13 +78,22 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         part.compute_at(sums, g_o).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
         part.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
         Stage pv = part.update().specialize(s.g_extent >= vec);
-        // Square 3x3 and 5x5 filters: every tap in its own register (cpu_taps.h).
+        // Square 3x3 and 5x5 filters: every tap in its own register (cpu_taps.h), over
+        // `dw_positions` positions along x unrolled: with stride 1 (or 2) and no dilation
+        // along x, their taps read x at constant offsets that overlap, and LLVM loads each x
+        // vector once for them all (2 positions x 3 taps: 4 loads of x instead of 6). Measured
+        // 5-15 % faster (4 positions: about the same), not the 1.5x predicted from one x
+        // and one dy load per FMA: the loads were not what bounds these tiles.
         // Other shapes: taps outside the positions, one chain per tap, re-reading the chunk
         // (its rows of x and dy) from cache once per tap.
-        for (Stage st : taps_in_registers(s, pv, s.g, {ox, oyi, oz}, {})) {
-            st.vectorize(s.g, vec, TailStrategy::GuardWithIf);
+        RVar oxo("oxo"), oxi("oxi");
+        const int positions = s.tuned.get("dw_positions", 2);
+        pv.split(ox, oxo, oxi, positions, TailStrategy::GuardWithIf);
+        for (Stage st : taps_in_registers(s, pv, s.g, {oxi, oxo, oyi, oz}, {})) {
+            st.vectorize(s.g, vec, TailStrategy::GuardWithIf).unroll(oxi);
+            for (int stride : {1, 2}) st.specialize(s.stride_x == stride && s.dilation_x == 1);
         }
-        pv.reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz).vectorize(s.g, vec, TailStrategy::GuardWithIf);
+        pv.reorder(s.g, oxi, oxo, oyi, oz, s.kx, s.ky, s.kz).vectorize(s.g, vec, TailStrategy::GuardWithIf);
         part.update().reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz);
         return;
     }
