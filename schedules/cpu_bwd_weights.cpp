@@ -244,14 +244,16 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     //     rn50_1x1_7: ~30 % of the call in this pass).
     Var ci_b("ci_b"), co_b("co_b");
     const int co_block = 4 * vec;
+    const auto blocks = [&](Stage st) {
+        return st.split(s.co, co_b, co_i, co_block, TailStrategy::GuardWithIf)
+            .split(s.ci, ci_b, ci_i, vec, TailStrategy::GuardWithIf);
+    };
     Stage co_rows = s.dw.specialize(s.dw_co_stride == 1);
-    co_rows.split(s.co, co_b, co_i, co_block, TailStrategy::GuardWithIf)
-        .split(s.ci, ci_b, ci_i, vec, TailStrategy::GuardWithIf)
+    blocks(co_rows)
         .reorder(co_i, ci_i, ci_b, co_b, s.kx, s.ky, s.kz, s.g)
         .vectorize(co_i, vec, TailStrategy::GuardWithIf);
     for (const Var &d : {co_b, s.kx, s.ky, s.kz, s.g}) co_rows.parallel(d);
-    s.dw.split(s.co, co_b, co_i, co_block, TailStrategy::GuardWithIf)
-        .split(s.ci, ci_b, ci_i, vec, TailStrategy::GuardWithIf)
+    blocks(s.dw)
         .reorder(ci_i, s.kx, s.ky, s.kz, co_i, ci_b, co_b, s.g)
         .vectorize(ci_i)
         .parallel(co_b).parallel(s.g);
