@@ -44,7 +44,8 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // block of rows instead (below).
     if (s.staged_inputs || channels_first || (layout == Layout::NXC && s.phased)) {
         const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
-        stage_vector_dim_innermost(s.dy_in, groups_vectorised ? a[4] : a[0], vec, channels_first);
+        stage_vector_dim_innermost(s.dy_in, groups_vectorised ? a[4] : a[0],
+                                   groups_vectorised ? s.g_extent : s.r[0].extent(), vec, channels_first);
     }
     const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
     // vectors x pixels accumulators: 12 of 32 registers with AVX-512, 6 of 16 otherwise.

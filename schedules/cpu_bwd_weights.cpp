@@ -33,9 +33,10 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // Inputs staged once, in parallel over rows: converted (16-bit storage) and/or
     // transposed (channels first) so the vector dim (c, or g for depthwise) is innermost.
     if (s.staged_inputs || channels_first) {
-        for (Func f : {s.x_in, s.dy_in}) {
+        for (const auto &[f, channels] : {std::pair{s.x_in, s.ci_extent}, std::pair{s.dy_in, s.co_extent}}) {
             const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
-            stage_vector_dim_innermost(f, groups_vectorised ? a[4] : a[0], vec, channels_first);
+            stage_vector_dim_innermost(f, groups_vectorised ? a[4] : a[0], groups_vectorised ? s.g_extent : channels,
+                                       vec, channels_first);
         }
     }
     const RVar ox = s.r[0], oy = s.r[1], oz = s.r[2], n = s.r[3];
@@ -210,7 +211,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // row 0 up, 98 MB per chunk for the stem.) Staged inputs (16-bit, channels first)
     // already are.
     if (!s.staged_inputs && !channels_first) {
-        stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], vec, false);
+        stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], s.ci_extent, vec, false);
     }
 
     // A tile's sums over one chunk, in registers: co is the vector dim, stored innermost so
