@@ -29,12 +29,13 @@ inline void stage_in_cache(Func f, const Var &inner, int vec, const LoopLevel &a
 // position across its channels' planes and the `vec` unrolled x positions after it reuse the
 // same cache lines and pages; a plain gather per x sweep touches a new page in every lane
 // (NCHW depthwise: 20 ms for mb_dw32_112's data gradient). (A sweep along x inside each
-// vector of planes, no block, measured no better: -3 % on the NCHW filter gradients.)
+// vector of planes, no block, measured worse: NCHW filter gradients 0.469x vs 0.491x.)
 // Vectors take the widest of vec, vec/2 and vec/4 lanes that `inner_extent` (the extent of
 // `inner`) fills, the last one shifted inwards; narrower dims are copied by scalars. A
 // guarded vector predicates its gathers lane by lane: with 16 lanes over ResNeXt's 8
 // channels per group, staging took twice as long as the tiles (rx_g32_28's NCHW filter
-// gradient: 4.3 -> 3.0 ms with 8 lanes).
+// gradient: 4.3 -> 3.0 ms with 8 lanes). Copies that do not transpose (16-bit conversions)
+// load contiguous vectors: `vec` lanes, the last one masked.
 inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inner_extent, int vec, bool transpose) {
     const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
     f.compute_root();
