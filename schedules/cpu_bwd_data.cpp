@@ -212,18 +212,25 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
 
     // The filter, packed once so the vector dim is contiguous for each (co, tap) whatever the
     // user's filter layout (HWIO has c strided by C_out; OIX has g strided by C_out/G*taps).
-    // In parallel and vectorised: done serially, packing rn50_1x1_7's 4 MB filter took a
-    // fifth of the call. Vectors gather along the packed dim; the unrolled output channels
-    // after it reuse their cache lines (HWIO has ci strided by C_out).
+    // Vectors gather along the packed dim; the unrolled output channels after it reuse their
+    // cache lines (HWIO has ci strided by C_out). In parallel (done serially, packing
+    // rn50_1x1_7's 4 MB filter took a fifth of the call), over one loop outside every other:
+    // with the parallel loop inside the tap and group loops, each (tap, group) was a thread-pool
+    // launch of its own, 9 for a 3x3 filter and 288 for rx_g32_28's. A depthwise filter (taps x
+    // groups, a few KB) is packed serially: its launches had cost mb_dw960_7 a fifth of its call.
     const std::vector<Var> w_args = s.w_local.args();  // (ci, co, kx, ky, kz, g)
-    const Var &packed = groups_vectorised ? w_args[5] : w_args[0];
-    Var wv_o("wv_o"), wv_i("wv_i"), wco_o("wco_o"), wco_i("wco_i");
     s.w_local.compute_root();
-    if (groups_vectorised) s.w_local.reorder_storage(w_args[5], w_args[0], w_args[1], w_args[2], w_args[3], w_args[4]);
-    s.w_local.split(packed, wv_o, wv_i, vec, TailStrategy::GuardWithIf)
+    if (groups_vectorised) {
+        s.w_local.reorder_storage(w_args[5], w_args[0], w_args[1], w_args[2], w_args[3], w_args[4])
+            .vectorize(w_args[5], vec, TailStrategy::GuardWithIf);
+        return;
+    }
+    Var wv_o("wv_o"), wv_i("wv_i"), wco_o("wco_o"), wco_i("wco_i"), task("task");
+    s.w_local.split(w_args[0], wv_o, wv_i, vec, TailStrategy::GuardWithIf)
         .split(w_args[1], wco_o, wco_i, vec, TailStrategy::GuardWithIf)
-        .reorder(wv_i, wco_i, wv_o, wco_o)
-        .vectorize(wv_i).unroll(wco_i).parallel(wco_o);
+        .reorder(wv_i, wco_i, wv_o, w_args[2], w_args[3], w_args[4], wco_o, w_args[5])
+        .fuse(wco_o, w_args[5], task)
+        .vectorize(wv_i).unroll(wco_i).parallel(task);
 }
 
 }  // namespace convgrad::gen
