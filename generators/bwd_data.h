@@ -22,6 +22,10 @@ struct BwdDataStages {
     // group (RGB stems, NXC) and depthwise layers in channels-first layouts (NCG) vectorise
     // over pixels along x instead of channels.
     bool pixel_vectors = false;
+    // The small-group variant (nxc_sg: fewer than kSmallGroupChannels dy channels per group,
+    // e.g. ResNeXt's 8): dy is staged with kSmallGroupChannels slots per pixel, so the tiles'
+    // pixels are a constant stride apart (cpu_bwd_data.cpp).
+    bool small_groups = false;
     RDom r;          // (co, kx, ky, kz)
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
     // dx rows per block of dy staged in cache (NXC, NXG and the _px variants): a 3x3 filter
@@ -39,6 +43,9 @@ struct BwdDataStages {
 // The most input channels per group the pixel-vector variants are built for (the registry
 // routes no wider layers to them).
 constexpr int kPixelVectorChannels = 4;
+// The small-group variant (nxc_sg) stages dy with this many slots per pixel; the registry
+// sends it fewer dy channels per group (kernel_registry.h).
+constexpr int kSmallGroupChannels = 16;
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout);
 void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout layout);  // _px variants

@@ -21,6 +21,9 @@ public:
     // true: the variant for few input channels (at most kPixelVectorChannels per group, NXC),
     // vectorised over pixels (schedules/cpu_bwd_data_pixels.cpp).
     GeneratorParam<bool> pixel_vectors{"pixel_vectors", false};
+    // true: the variant for small groups (NXC, fewer than kSmallGroupChannels dy channels per
+    // group; the registry routes no others to it, and the kernel fails cleanly on wider ones).
+    GeneratorParam<bool> small_groups{"small_groups", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -63,6 +66,10 @@ public:
         // test and offset depend on p only: (2q + p + pb - k*d) / 2 = q + (p + pb - k*d) / 2.
         s.phased = x_phases == 2;
         s.pixel_vectors = pixel_vectors;
+        s.small_groups = small_groups;
+        if (small_groups && (variant_layout() != Layout::NXC || s.phased || pixel_vectors)) {
+            throw std::invalid_argument("convgrad: small_groups is a variant of layout=nxc alone");
+        }
         const Expr i[3] = {s.phased ? Expr(s.p) : Expr(s.x), s.y, s.z};
         Expr o[3], hit = Internal::const_true();
         for (int a = 0; a < 3; a++) {

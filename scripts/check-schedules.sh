@@ -22,11 +22,12 @@ declare -A short=([float32]=f32 [float64]=f64 [float16]=f16 [bfloat16]=bf16 [int
 for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-linux-avx-avx2-f16c-fma-sse41 \
               x86-64-linux-sse41 x86-64-linux arm-64-linux; do
   for dtype in float32 float64 float16 bfloat16 int32; do
-    for variant in nxc ncx nxg ncg any nxc_s2 nxg_s2; do
-      layout=${variant%_s2}
-      params="layout=$layout"
-      dirs="data weights"
-      if [ "$variant" != "$layout" ]; then params="$params x_phases=2"; dirs=data; fi
+    for variant in nxc ncx nxg ncg any nxc_s2 nxg_s2 nxc_sg; do
+      case $variant in  # the suffixed variants are the data gradient's alone
+        *_s2) params="layout=${variant%_s2} x_phases=2"; dirs=data ;;
+        *_sg) params="layout=${variant%_sg} small_groups=true"; dirs=data ;;
+        *) params="layout=$variant"; dirs="data weights" ;;
+      esac
       for dir in $dirs; do
         schedule=$(tuned "bwd_${dir}_${short[$dtype]}_$variant")
         extra=${schedule:+schedule=$schedule}

@@ -2,8 +2,9 @@
 // CMake (generators/CMakeLists.txt spells the same rule), the JIT and `convgrad aot`.
 // A variant is a layout with optional suffixes: `_s2` (the data gradient's x-phase view for
 // stride 2 along x) and `_px` (vectors of pixels along x: few input channels in NXC, rows
-// in channels-first layouts), in that order:
-// "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true.
+// in channels-first layouts), in that order, or `_sg` (the data gradient's NXC variant for
+// small groups): "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is
+// layout=nxc small_groups=true.
 #pragma once
 
 #include <string>
@@ -15,6 +16,7 @@ struct KernelVariant {
     std::string layout;  // nxc, nxg, ncx, ncg, any
     bool x_phases = false;
     bool pixel_vectors = false;
+    bool small_groups = false;
 
     static KernelVariant parse(std::string name) {
         KernelVariant v;
@@ -26,6 +28,7 @@ struct KernelVariant {
             }
             return false;
         };
+        v.small_groups = strip("_sg");
         v.pixel_vectors = strip("_px");
         v.x_phases = strip("_s2");
         v.layout = name;
@@ -33,10 +36,11 @@ struct KernelVariant {
     }
 
     // The generator params (`key=value`) after dtype; both generators take pixel_vectors,
-    // only the data gradient's takes x_phases.
+    // only the data gradient's takes x_phases and small_groups.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
+        if (data) out.push_back(std::string("small_groups=") + (small_groups ? "true" : "false"));
         out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         return out;
     }
@@ -44,8 +48,9 @@ struct KernelVariant {
 
 // The kernel variants of one (direction, dtype) for the given layouts, in dispatch order
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
-// before dense, pixel-vector variants before the dense layout they refine (pixel vectors: f32
-// and f64 only, as in generators/CMakeLists.txt), the generic `any` last.
+// before dense, pixel-vector and small-group variants before the dense layout they refine
+// (f32 and f64 only, as in generators/CMakeLists.txt: `pixel_vectors` says whether the dtype
+// has them), the generic `any` last.
 inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, bool pixel_vectors) {
     const auto has = [&](const char *l) {
         for (const auto &x : layouts) {
@@ -54,12 +59,12 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
         return false;
     };
     std::vector<std::string> order;
-    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_px", "ncg", "nxc_px", "nxc", "ncx_px", "ncx", "any"};
+    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_px", "ncg", "nxc_px", "nxc_sg", "nxc", "ncx_px", "ncx", "any"};
     else order = {"nxg", "ncg_px", "ncg", "nxc", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
-        if (has(k.layout.c_str()) && (pixel_vectors || !k.pixel_vectors)) out.push_back(v);
+        if (has(k.layout.c_str()) && (pixel_vectors || !(k.pixel_vectors || k.small_groups))) out.push_back(v);
     }
     return out;
 }
