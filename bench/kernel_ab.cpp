@@ -1,0 +1,97 @@
+// Same-process A/B of two builds of one kernel variant (scripts/kernel-ab.sh builds them):
+// kern_a and kern_b on one fixed problem, given in the JIT's `fixed` format (a JIT cache
+// entry holds it: `strings ~/.cache/convgrad/<key>.so | grep ' fixed '`). Checks that both
+// give the same result, then times them interleaved (rounds of >= 0.3 s each, median per
+// round, best round), so the VM's slow phases land on both. Kernel only: no registry, no
+// views, no oneDNN.
+//   kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]   e.g. kernel_ab "$fixed" dy w dx 5
+// ONLY (0 or 1) times one of the two alone, for perf.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "HalideBuffer.h"
+#include "HalideRuntime.h"
+
+extern "C" int kern_a(void *, int, int, int, int, int, int, int, int, int, halide_buffer_t *, halide_buffer_t *,
+                      halide_buffer_t *);
+extern "C" int kern_b(void *, int, int, int, int, int, int, int, int, int, halide_buffer_t *, halide_buffer_t *,
+                      halide_buffer_t *);
+
+namespace {
+
+using Halide::Runtime::Buffer;
+using Fixed = std::map<std::string, std::vector<int>>;
+
+Fixed parse(const std::string &text) {  // key:v,v,.../key:...
+    Fixed f;
+    std::stringstream items(text);
+    std::string item;
+    while (std::getline(items, item, '/')) {
+        const size_t colon = item.find(':');
+        std::vector<int> v;
+        std::stringstream nums(item.substr(colon + 1));
+        std::string n;
+        while (std::getline(nums, n, ',')) v.push_back(std::stoi(n));
+        f[item.substr(0, colon)] = v;
+    }
+    return f;
+}
+
+// A buffer with the problem's extents and strides, filled with values in [-0.5, 0.5).
+Buffer<float> make(const Fixed &f, const std::string &name) {
+    const std::vector<int> &e = f.at(name + ".extent"), &s = f.at(name + ".stride");
+    std::vector<halide_dimension_t> dims;
+    size_t span = 1;
+    for (size_t i = 0; i < e.size(); i++) {
+        dims.push_back({0, e[i], s[i]});
+        span += static_cast<size_t>(e[i] - 1) * s[i];
+    }
+    float *p = static_cast<float *>(aligned_alloc(64, (span * sizeof(float) + 63) / 64 * 64));
+    for (size_t i = 0; i < span; i++) p[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.f - 0.5f;
+    return Buffer<float>(p, static_cast<int>(e.size()), dims.data());
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc < 5) return std::fprintf(stderr, "usage: kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]\n"), 2;
+    const Fixed f = parse(argv[1]);
+    const int rounds = argc > 5 ? std::atoi(argv[5]) : 5, only = argc > 6 ? std::atoi(argv[6]) : -1;
+    halide_set_num_threads(2);
+    Buffer<float> in0 = make(f, argv[2]), in1 = make(f, argv[3]);
+    Buffer<float> out[2] = {make(f, argv[4]), make(f, argv[4])};
+    const std::vector<int> &s = f.at("stride"), &d = f.at("dilation"), &p = f.at("pad");
+    const auto call = [&](int k) {
+        return (k == 0 ? kern_a : kern_b)(nullptr, s[0], s[1], s[2], d[0], d[1], d[2], p[0], p[1], p[2],
+                                          in0.raw_buffer(), in1.raw_buffer(), out[k].raw_buffer());
+    };
+    if (call(0) != 0 || call(1) != 0) return std::fprintf(stderr, "a kernel returned an error\n"), 1;
+    double diff = 0;
+    out[0].for_each_value([&](float a, float b) { diff = std::max(diff, static_cast<double>(std::fabs(a - b))); }, out[1]);
+    std::printf("max |a - b| = %g\n", diff);
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < 2; k++) {
+            if (only >= 0 && k != only) continue;
+            std::vector<double> ms;
+            const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+            while (std::chrono::steady_clock::now() < end || ms.size() < 5) {
+                const auto t0 = std::chrono::steady_clock::now();
+                call(k);
+                ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+            }
+            std::sort(ms.begin(), ms.end());
+            best[k] = std::min(best[k], ms[ms.size() / 2]);
+        }
+    }
+    if (only >= 0) return std::printf("%s %.4f ms\n", only == 0 ? "A" : "B", best[only]), 0;
+    std::printf("A %.4f ms  B %.4f ms  A/B %.3f\n", best[0], best[1], best[0] / best[1]);
+    return diff > 1e-3 ? 1 : 0;
+}
