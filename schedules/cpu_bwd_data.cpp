@@ -163,7 +163,7 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
             // apart (immediate offsets from one address) instead of every group's channels
             // (a run-time stride: each pixel's broadcasts needed an address of their own).
             // Kernel alone, rx_g32_28 (32 groups of 8): 2.40 -> 2.18 ms with the groups apart,
-            // 1.78 with the constant stride too; its JIT kernel, every extent a constant, 1.58.
+            // 1.84 with 16 slots too (1.78 with 8); its JIT kernel, every extent constant, 1.58.
             // Wider groups would fail the kernel (bound_storage; the registry sends none), and
             // 16 dy channels per group over 16 dx channels measured 0.87-0.98x (not understood;
             // copying the rows in storage order did not help), so the registry sends fewer.
