@@ -49,9 +49,9 @@ struct KernelVariant {
 // The kernel variants of one (direction, dtype) for the given layouts, in dispatch order
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
 // before dense, pixel-vector and small-group variants before the dense layout they refine
-// (f32 and f64 only, as in generators/CMakeLists.txt: `pixel_vectors` says whether the dtype
-// has them), the generic `any` last.
-inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, bool pixel_vectors) {
+// (built for the dtypes with native float arithmetic, f32 and f64, as in
+// generators/CMakeLists.txt: `native_floats`), the generic `any` last.
+inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, bool native_floats) {
     const auto has = [&](const char *l) {
         for (const auto &x : layouts) {
             if (x == l) return true;
@@ -64,7 +64,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
-        if (has(k.layout.c_str()) && (pixel_vectors || !(k.pixel_vectors || k.small_groups))) out.push_back(v);
+        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups))) out.push_back(v);
     }
     return out;
 }
