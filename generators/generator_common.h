@@ -131,16 +131,18 @@ struct FixedProblem {
         return it->second;
     }
     // Every dimension's extent and stride of `b` (named `name`) become constants, and the
-    // extents are also its estimates (for Halide's autoschedulers).
+    // extents are also its estimates (for Halide's autoschedulers). A negative value leaves
+    // that one at run time: experiments that find which constants a JIT kernel gains from
+    // (scripts/kernel-ab.sh).
     template<typename BufferLike>
     void apply(BufferLike &b, const std::string &name) const {
         if (!active) return;
         const int dims = b.dimensions();
         const auto &e = get(name + ".extent", dims), &st = get(name + ".stride", dims);
         for (int d = 0; d < dims; d++) {
-            b.dim(d).set_bounds(0, static_cast<int>(e[d]));
-            b.dim(d).set_stride(static_cast<int>(st[d]));
-            b.dim(d).set_estimate(0, static_cast<int>(e[d]));
+            if (e[d] >= 0) b.dim(d).set_bounds(0, static_cast<int>(e[d]));
+            if (st[d] >= 0) b.dim(d).set_stride(static_cast<int>(st[d]));
+            if (e[d] >= 0) b.dim(d).set_estimate(0, static_cast<int>(e[d]));
         }
     }
 };

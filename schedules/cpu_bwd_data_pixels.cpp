@@ -57,7 +57,8 @@ struct PixelTile {
     }
     void stores(Stage st, const Var &x_i) const { stores(st, x_i, s.y, 1); }
     // row_tiles: the tiles span rows (stores' `rows` > 1), unrolled beside the vectors.
-    void accumulators(const Var &x_o, bool row_tiles = false) const {
+    // stride_2_taps: a branch for stride 2 along x and y (x-phase variants).
+    void accumulators(const Var &x_o, bool row_tiles = false, bool stride_2_taps = false) const {
         std::vector<VarOrRVar> pure = {xv_i, xv_o, c_i, c_o};
         if (row_tiles) pure.insert(pure.begin() + 2, s.y);
         s.acc.compute_at(s.dx, x_o).reorder_storage(s.x, s.c);
@@ -82,6 +83,15 @@ struct PixelTile {
             au.unroll(s.y);
         }
         // (A specialisation copies the schedule as it stands: these come last.)
+        if (stride_2_taps) {
+            // Stride 2 along y too (depthwise ncg_s2_px): each row's tap tests and output
+            // rows are parities and halvings instead of divisions by a run-time stride, and
+            // a square 3x3 undilated filter's taps unroll (kernel alone, mb_dw96s2_112:
+            // 3.02 -> 2.35 ms, then 1.87; its JIT kernel 1.73). The NXC stem measured 3 %
+            // slower with the stride specialised, so it is not.
+            Stage s2 = au.specialize(s.stride_2);
+            s2.specialize(s.square_2d(3) && s.unit_dilation).unroll(kx).unroll(ky);
+        }
         Stage unit = au.specialize(s.unit_stride);
         if (row_tiles) {
             // Square 3x3 and 5x5 undilated filters: the taps unrolled too, so the tile is
@@ -151,12 +161,16 @@ void schedule_depthwise_rows(BwdDataStages &s, int vec, int px_vectors) {
         tile.stores(st, x_i);
     }
     nest(s.dx, 1, 1);
-    // Staged per block, stored per plane: one allocation a plane, not one a block (malloc
-    // and free took ~10 % of mb_dw192_28's 28x28 planes).
-    stage_rows_over_zeros(s.dy_in, LoopLevel(s.dx, y_o), vec);
-    s.dy_in.store_at(s.dx, s.g);
+    // Staged per plane, one allocation a plane (malloc and free took ~10 % of mb_dw192_28's
+    // 28x28 planes when each block had its own). Staged per block, the blocks' boundary
+    // rows split the copy into five loop nests of clamped, selected loads, and the halo rows
+    // were copied twice: per plane, kernel alone, 1.05-1.14x on 20- to 112-pixel planes and
+    // 1.4-1.7x on 512- and 1024-pixel ones (a plane's copy then streams through L2 ahead
+    // of its tiles, as a block's did).
+    stage_rows_over_zeros(s.dy_in, LoopLevel(s.dx, s.z), vec);
     s.w_local.compute_root();
-    tile.accumulators(x_o, !s.phased);  // x vectors (of both phases) x rows, reduced over (multiplier, taps)
+    // x vectors (of both phases) x rows, reduced over (multiplier, taps)
+    tile.accumulators(x_o, !s.phased, s.phased);
 }
 
 }  // namespace

@@ -59,11 +59,14 @@ inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inn
 
 // Computes `f`, an activation staged as rows over zeros (generator_common.h), inside `at`,
 // rows innermost (x, then channels): the zeros and each row's copy vectorised along x, the
-// copy with a masked last vector.
+// copy with a masked last vector. A staged row holds whole vectors (align_extent), so the
+// zeros are whole vectors: with a ragged row, each zero vector of a run-time width was a
+// masked store whose mask was computed per vector (kernel alone: depthwise NCHW data
+// gradients 1.02-1.25x, filter gradients 1.06-1.11x).
 inline void stage_rows_over_zeros(Func f, const LoopLevel &at, int vec) {
     const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
     const RVar row = f.rvars(0)[0];
-    f.compute_at(at).reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5]);
+    f.compute_at(at).reorder_storage(a[1], a[0], a[2], a[3], a[4], a[5]).align_extent(a[1], vec);
     f.reorder(a[1], a[0], a[2], a[3], a[4], a[5]).vectorize(a[1], vec, TailStrategy::GuardWithIf);
     f.update().reorder(row, a[0], a[2], a[3], a[4], a[5]).vectorize(row, vec, TailStrategy::GuardWithIf);
 }

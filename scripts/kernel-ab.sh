@@ -11,8 +11,10 @@
 #   f='stride:1,1,1/dilation:1,1,1/pad:1,1,0/dy.extent:8,28,28,1,32,8/dy.stride:1,256,7168,0,8,200704/w.extent:8,8,3,3,1,32/w.stride:256,1,2048,6144,0,8/dx.extent:8,28,28,1,32,8/dx.stride:1,256,7168,0,8,200704'
 #   g=build/generators/convgrad_generators
 #   EXTRA_B="fixed=$f" scripts/kernel-ab.sh $g $g convgrad_bwd_data "dtype=float32 layout=nxc x_phases=1" "$f" dy w dx
+# A -1 in B's fixed string leaves that extent or stride at run time: which constants the
+# JIT kernel gains from (e.g. dy.extent:8,-1,-1,1,32,8 and dx's alike: not the spatial sizes).
 set -euo pipefail
-[ $# -ge 8 ] || { sed -n '2,13p' "$0"; exit 2; }
+[ $# -ge 8 ] || { sed -n '2,15p' "$0"; exit 2; }
 gen_a=$(realpath "$1"); gen_b=$(realpath "$2"); generator=$3; params=$4; fixed=$5
 src=$(realpath "$(dirname "$0")/../bench/kernel_ab.cpp")
 work=$(mktemp -d)

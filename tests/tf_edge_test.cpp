@@ -392,6 +392,16 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         expect_matches_reference(nchw(2, 7, width, 3, 5, "VALID", 1));
     }
     expect_kernels(nchw(1, 9, 64, 5, 3, "SAME", 2), "bwd_data_f32_ncg_s2_px", "bwd_weights_f32_ncg_px");
+    // The stride-2 data gradient's branches: 3x3 undilated (taps unrolled; SAME above, VALID
+    // here), 5x5 and dilated (taps at run time, stride 2 constant), stride 2 along x only.
+    expect_matches_reference(nchw(2, 11, 66, 3, 3, "VALID", 2));
+    expect_matches_reference(nchw(1, 9, 64, 3, 5, "SAME", 2));
+    TfConv2D s2_dilated = nchw(1, 10, 64, 3, 3, "SAME", 2);
+    s2_dilated.dilations = {1, 1, 2, 2};
+    expect_matches_reference(s2_dilated);
+    const TfConv2D s2_x_only = as_nchw(conv({1, 9, 64, 3}, {3, 3, 1, 3}, "SAME", 1, 2));
+    expect_matches_reference(s2_x_only);
+    expect_kernel(s2_x_only, "bwd_data_f32_ncg_s2_px");
     expect_matches_reference(nchw(1, 10, 67, 4, 3, "SAME", 2));  // odd width: stride 2 without phases
     expect_matches_reference(nchw(1, 11, 50, 4, 3, "VALID", 3));  // stride 3: gathered loads of x
     TfConv2D dilated = nchw(2, 9, 37, 4, 3, "SAME", 1);
