@@ -42,7 +42,18 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // elements are converted in software (16-bit), in channels-first layouts (transposed so
     // the vector dim is innermost) and in the x-phase NXC variant. NXC and NXG stage it per
     // block of rows instead (below).
-    if (s.staged_inputs || channels_first || (layout == Layout::NXC && s.phased)) {
+    // Depthwise channels first (ncg: rows narrower than the pixel-vector kernels take) runs
+    // per block of one vector of groups instead: dy's rows of those groups staged and dx's
+    // written from cache (below).
+    const bool group_blocks = groups_vectorised && channels_first;
+    Var vo("vo"), vi("vi");
+    if (group_blocks) {
+        // The blocks are dx's (a guarded split): the smallest holds G % vec groups, if any.
+        const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
+        const Expr smallest_block = select(s.g_extent % vec == 0, vec, s.g_extent % vec);
+        const LoopLevel block(s.dx, vo);
+        stage_vector_dim_innermost(s.dy_in, a[4], smallest_block, vec, true, &block);
+    } else if (s.staged_inputs || channels_first || (layout == Layout::NXC && s.phased)) {
         const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)
         stage_vector_dim_innermost(s.dy_in, groups_vectorised ? a[4] : a[0],
                                    groups_vectorised ? s.g_extent : s.r[0].extent(), vec, channels_first);
@@ -62,7 +73,7 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         // copy then reads it from cache. (Computed whole, it went to DRAM and back: NCHW
         // mb_dw576s2_14 spent 39 % of its call in the copy.) The rows are dx's parallel loops.
         out = s.dx_local;
-        out.compute_at(s.dx, s.y);
+        out.compute_at(s.dx, group_blocks ? vo : s.y);
         if (groups_vectorised) out.reorder_storage(s.g, s.c, s.x, s.y, s.z, s.n);
         // The transposing copy in blocks of (x vector) x vec: x vectors (contiguous stores), vec
         // unrolled channels (or groups) whose gathers share cache lines (see cpu_staging.h).
@@ -71,11 +82,13 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         // every vector was one (NCHW mb_dw960_7: 39 % of the call in this copy). Narrower
         // rows than the smallest: the guarded vector.
         const Var v = groups_vectorised ? s.g : s.c;
-        Var vo("vo"), vi("vi");
         const auto copy = [&](Stage st, int lanes, TailStrategy tail) {
-            st.split(s.x, x_o, x_i, lanes, tail)
-                .split(v, vo, vi, vec, TailStrategy::GuardWithIf)
-                .reorder(x_i, vi, groups_vectorised ? s.c : s.g, x_o, vo, s.y, s.z, s.n)  // rows outermost
+            st.split(s.x, x_o, x_i, lanes, tail).split(v, vo, vi, vec, TailStrategy::GuardWithIf);
+            if (group_blocks) {  // blocks of groups outermost
+                st.reorder(x_i, vi, s.c, x_o, s.y, s.z, vo, s.n).vectorize(x_i).unroll(vi).parallel(vo).parallel(s.n);
+                return;
+            }
+            st.reorder(x_i, vi, groups_vectorised ? s.c : s.g, x_o, vo, s.y, s.z, s.n)  // rows outermost
                 .vectorize(x_i).unroll(vi);
             parallel_rows(st);
         };

@@ -32,7 +32,9 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const bool channels_first = rows_contiguous(layout);
     // Inputs staged once, in parallel over rows: converted (16-bit storage) and/or
     // transposed (channels first) so the vector dim (c, or g for depthwise) is innermost.
-    if (s.staged_inputs || channels_first) {
+    // Depthwise channels first (ncg) stages them per tile instead (below).
+    const bool group_blocks = groups_vectorised && channels_first;
+    if ((s.staged_inputs || channels_first) && !group_blocks) {
         for (const auto &[f, channels] : {std::pair{s.x_in, s.ci_extent}, std::pair{s.dy_in, s.co_extent}}) {
             const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
             stage_vector_dim_innermost(f, groups_vectorised ? a[4] : a[0], groups_vectorised ? s.g_extent : channels,
@@ -61,22 +63,35 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         s.acc.update().specialize(s.g_extent >= vec).vectorize(s.g, vec);
         sums.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
         // Nested parallel loops over (image, chunk), not one fused loop (see the NXC tiles).
+        // Channels first: a block of groups outside the chunks (its planes staged once for
+        // them all, below), in parallel over (image, block).
+        const Var &tile_at = group_blocks ? u : g_o, &block_at = group_blocks ? g_o : u;
         Stage sv = sums.specialize(s.g_extent >= vec);
         sv.split(s.g, g_o, g_i, vec)
-            .reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, u, v)
-            .vectorize(g_i).parallel(v).parallel(u);
+            .reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, tile_at, block_at, v)
+            .vectorize(g_i).parallel(v).parallel(block_at);
         // The same loops, specialised on the filter size so the tile's size is a constant.
         for (int taps : {3, 5}) sv.specialize(s.square_2d(taps));
-        sums.split(s.g, g_o, g_i, 1).reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, u, v).parallel(v).parallel(u);
+        sums.split(s.g, g_o, g_i, 1).reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, tile_at, block_at, v).parallel(v).parallel(block_at);
         // Each chunk's rows of x, zero border included, staged in cache (groups innermost,
         // the vector dim): the taps then load without the boundary test (6 compares and
         // 2 clamps per vector load) that the border of the padding would need.
         // (Staging dy's rows as well helped G=144, 2.5 -> 1.9 ms, but cost G=32 as much,
         // 1.5 -> 2.2 ms: an extra pass that does not overlap the FMAs.)
-        // Channels-first inputs are already staged whole, transposed (above).
         if (!channels_first) stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(sums, u));
+        // Channels first (ncg: rows narrower than the pixel-vector kernels take): the chunk's
+        // rows of x and dy, the tile's groups only, transposed in cache (groups innermost).
+        // Transposed whole before the tiles, they made two passes over memory more (NCHW
+        // mb_dw960_7: 0.26 ms against 0.11 in NHWC).
+        if (channels_first) {
+            const LoopLevel tile(sums, g_o);  // the block's planes, every chunk of them
+            for (Func f : {s.x_in, s.dy_in}) {
+                // The tiles' blocks: vec groups (shifted inwards), or one (fewer groups).
+                stage_vector_dim_innermost(f, f.args()[4], select(s.g_extent >= vec, vec, 1), vec, true, &tile);
+            }
+        }
         // The tile: one vector of groups, every tap, over the chunk's positions.
-        part.compute_at(sums, g_o).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
+        part.compute_at(sums, tile_at).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
         part.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
         Stage pv = part.update().specialize(s.g_extent >= vec);
         // Square 3x3 and 5x5 filters: every tap in its own register (cpu_taps.h), over

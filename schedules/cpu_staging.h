@@ -36,25 +36,28 @@ inline void stage_in_cache(Func f, const Var &inner, int vec, const LoopLevel &a
 // channels per group, staging took twice as long as the tiles (rx_g32_28's NCHW filter
 // gradient: 4.3 -> 3.0 ms with 8 lanes). Copies that do not transpose (16-bit conversions)
 // load contiguous vectors: `vec` lanes, the last one masked.
-inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inner_extent, int vec, bool transpose) {
+// `at` (not null): computed there instead (in cache, serially), not once in parallel over rows.
+inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inner_extent, int vec, bool transpose,
+                                       const LoopLevel *at = nullptr) {
     const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
-    f.compute_root();
+    const bool root = at == nullptr;
+    f.compute_at(root ? LoopLevel::root() : *at);
     order_vector_dim_innermost(f, inner);
     if (transpose) {
         Var vo("vo"), vi("vi"), xo("xo"), xi("xi");
         for (int lanes = vec; lanes >= 4; lanes /= 2) {
             // (A specialisation copies the schedule as it stands: each sets its own loops.)
-            f.specialize(inner_extent >= lanes)
-                .split(inner, vo, vi, lanes, TailStrategy::ShiftInwards)
+            Stage st = f.specialize(inner_extent >= lanes);
+            st.split(inner, vo, vi, lanes, TailStrategy::ShiftInwards)
                 .split(a[1], xo, xi, vec, TailStrategy::GuardWithIf)
                 .reorder(vi, xi, vo, xo)
-                .vectorize(vi).unroll(xi)
-                .parallel(a[5]).parallel(a[2]);
+                .vectorize(vi).unroll(xi);
+            if (root) st.parallel(a[5]).parallel(a[2]);
         }
     } else {
         f.vectorize(inner, vec, TailStrategy::GuardWithIf);
     }
-    f.parallel(a[5]).parallel(a[2]);
+    if (root) f.parallel(a[5]).parallel(a[2]);
 }
 
 // Computes `f`, an activation staged as rows over zeros (generator_common.h), inside `at`,

@@ -429,9 +429,20 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         expect_matches_reference(tall_wide);
     }
     expect_kernels(nchw(2, 19, 40, 3, 3, "SAME", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
-    // Rows narrower than a vector keep the channel-vector kernels.
+    // Rows narrower than a vector keep the channel-vector kernels, which run per block of
+    // one vector of groups (planes staged and dx written in cache): fewer groups than a
+    // block, a partial last block, whole blocks; stride 2, 5x5, dilated, batch 1.
     expect_kernels(nchw(2, 7, 14, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     expect_matches_reference(nchw(2, 7, 14, 24, 3, "SAME", 1));
+    for (int64_t groups : {5, 16, 40}) {
+        expect_matches_reference(nchw(2, 7, 7, groups, 3, "SAME", 1));
+        expect_matches_reference(nchw(2, 14, 14, groups, 3, "SAME", 2));
+        expect_matches_reference(nchw(1, 9, 11, groups, 5, "VALID", 1));
+        TfConv2D narrow_dilated = nchw(2, 10, 9, groups, 3, "SAME", 1);
+        narrow_dilated.dilations = {1, 1, 2, 2};
+        expect_matches_reference(narrow_dilated);
+    }
+    expect_kernels(nchw(2, 14, 14, 40, 3, "SAME", 2), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
 }
 
 }  // namespace
