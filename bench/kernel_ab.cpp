@@ -11,11 +11,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "../generators/fixed_problem_text.h"
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
 
@@ -27,30 +26,15 @@ extern "C" int kern_b(void *, int, int, int, int, int, int, int, int, int, halid
 namespace {
 
 using Halide::Runtime::Buffer;
-using Fixed = std::map<std::string, std::vector<int>>;
-
-Fixed parse(const std::string &text) {  // key:v,v,.../key:...
-    Fixed f;
-    std::stringstream items(text);
-    std::string item;
-    while (std::getline(items, item, '/')) {
-        const size_t colon = item.find(':');
-        std::vector<int> v;
-        std::stringstream nums(item.substr(colon + 1));
-        std::string n;
-        while (std::getline(nums, n, ',')) v.push_back(std::stoi(n));
-        f[item.substr(0, colon)] = v;
-    }
-    return f;
-}
+using Fixed = convgrad::gen::FixedValues;
 
 // A buffer with the problem's extents and strides, filled with values in [-0.5, 0.5).
 Buffer<float> make(const Fixed &f, const std::string &name) {
-    const std::vector<int> &e = f.at(name + ".extent"), &s = f.at(name + ".stride");
+    const std::vector<int64_t> &e = f.at(name + ".extent"), &s = f.at(name + ".stride");
     std::vector<halide_dimension_t> dims;
     size_t span = 1;
     for (size_t i = 0; i < e.size(); i++) {
-        dims.push_back({0, e[i], s[i]});
+        dims.push_back({0, static_cast<int32_t>(e[i]), static_cast<int32_t>(s[i])});
         span += static_cast<size_t>(e[i] - 1) * s[i];
     }
     float *p = static_cast<float *>(aligned_alloc(64, (span * sizeof(float) + 63) / 64 * 64));
@@ -62,14 +46,17 @@ Buffer<float> make(const Fixed &f, const std::string &name) {
 
 int main(int argc, char **argv) {
     if (argc < 5) return std::fprintf(stderr, "usage: kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]\n"), 2;
-    const Fixed f = parse(argv[1]);
+    const Fixed f = convgrad::gen::parse_fixed_values(argv[1]);
     const int rounds = argc > 5 ? std::atoi(argv[5]) : 5, only = argc > 6 ? std::atoi(argv[6]) : -1;
     halide_set_num_threads(2);
     Buffer<float> in0 = make(f, argv[2]), in1 = make(f, argv[3]);
     Buffer<float> out[2] = {make(f, argv[4]), make(f, argv[4])};
-    const std::vector<int> &s = f.at("stride"), &d = f.at("dilation"), &p = f.at("pad");
+    std::vector<int> sdp;  // stride, dilation, pad: the kernels' scalar arguments
+    for (const char *key : {"stride", "dilation", "pad"}) {
+        for (int64_t v : f.at(key)) sdp.push_back(static_cast<int>(v));
+    }
     const auto call = [&](int k) {
-        return (k == 0 ? kern_a : kern_b)(nullptr, s[0], s[1], s[2], d[0], d[1], d[2], p[0], p[1], p[2],
+        return (k == 0 ? kern_a : kern_b)(nullptr, sdp[0], sdp[1], sdp[2], sdp[3], sdp[4], sdp[5], sdp[6], sdp[7], sdp[8],
                                           in0.raw_buffer(), in1.raw_buffer(), out[k].raw_buffer());
     };
     if (call(0) != 0 || call(1) != 0) return std::fprintf(stderr, "a kernel returned an error\n"), 1;

@@ -11,6 +11,7 @@
 
 #include "Halide.h"
 #include "canonical.h"
+#include "fixed_problem_text.h"
 
 namespace convgrad::gen {
 
@@ -105,22 +106,12 @@ inline int vector_registers(const Target &t) {
 // the runtime parameters become constants, and the buffers' shapes and strides are asserted.
 struct FixedProblem {
     bool active = false;
-    std::map<std::string, std::vector<int64_t>> values;
+    FixedValues values;
 
     static FixedProblem parse(const std::string &text) {
         FixedProblem f;
         f.active = !text.empty();
-        std::stringstream items(text);
-        std::string item;
-        while (std::getline(items, item, '/')) {
-            const size_t eq = item.find(':');
-            if (eq == std::string::npos) throw std::invalid_argument("convgrad: fixed: '" + item + "' has no ':'");
-            std::vector<int64_t> v;
-            std::stringstream nums(item.substr(eq + 1));
-            std::string n;
-            while (std::getline(nums, n, ',')) v.push_back(std::stoll(n));
-            f.values[item.substr(0, eq)] = v;
-        }
+        f.values = parse_fixed_values(text);
         return f;
     }
     const std::vector<int64_t> &get(const std::string &key, size_t count) const {

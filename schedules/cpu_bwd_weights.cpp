@@ -78,12 +78,13 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // 2 clamps per vector load) that the border of the padding would need.
         // (Staging dy's rows as well helped G=144, 2.5 -> 1.9 ms, but cost G=32 as much,
         // 1.5 -> 2.2 ms: an extra pass that does not overlap the FMAs.)
-        if (!channels_first) stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(sums, u));
-        // Channels first (ncg: rows narrower than the pixel-vector kernels take): the chunk's
-        // rows of x and dy, the tile's groups only, transposed in cache (groups innermost).
+        // Channels first (ncg: rows narrower than the pixel-vector kernels take): the block's
+        // planes of x and dy, its groups only, transposed in cache (groups innermost).
         // Transposed whole before the tiles, they made two passes over memory more (NCHW
         // mb_dw960_7: 0.26 ms against 0.11 in NHWC).
-        if (channels_first) {
+        if (!channels_first) {
+            stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(sums, u));
+        } else {
             const LoopLevel tile(sums, g_o);  // the block's planes, every chunk of them
             for (Func f : {s.x_in, s.dy_in}) {
                 // The tiles' blocks: vec groups (shifted inwards), or one (fewer groups).
