@@ -6,6 +6,7 @@
 // i.e. for each input position i and tap k, the output position o = (i + pb - k*d) / s when
 // that division is exact and o is in range; otherwise the term is a structural zero.
 #include "bwd_data.h"
+#include "flat_planes.h"
 
 namespace convgrad::gen {
 namespace {
@@ -24,6 +25,9 @@ public:
     // true: the variant for small groups (NXC, fewer than kSmallGroupChannels dy channels per
     // group; the registry routes no others to it, and the kernel fails cleanly on wider ones).
     GeneratorParam<bool> small_groups{"small_groups", false};
+    // true: the flat-plane variant (ncg_fp: depthwise NCHW, unit strides, dx and dy of one
+    // width; generators/flat_planes.h), on the runtime's flat views of dy and dx.
+    GeneratorParam<bool> flat_planes{"flat_planes", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -33,6 +37,10 @@ public:
     }
 
     void generate() {
+        if (flat_planes) {
+            generate_flat_planes();
+            return;
+        }
         auto &dy = *dy_;
         auto &w = *w_;
         auto &dx = *dx_;
@@ -125,6 +133,59 @@ public:
     }
 
 private:
+    // The flat-plane variant: dx[i] = sum over kx where dx's column i % W reads inside dy's
+    // row of  sum over ky of  w[kx, ky] * dy[i + pad_x - kx*d_x + (pad_y - ky*d_y) * W].
+    void generate_flat_planes() {
+        auto &dy = *dy_;
+        auto &w = *w_;
+        auto &dx = *dx_;
+        if (variant_layout() != Layout::NCG || x_phases == 2 || pixel_vectors || small_groups ||
+            get_target().has_gpu_feature()) {
+            throw std::invalid_argument("convgrad: flat_planes is a CPU variant of layout=ncg alone");
+        }
+        const Type at = accumulator();
+        const std::array<AxisParams, 3> ax = axes();
+        FlatPlaneDataStages s;
+        const Expr width = flat_row_width(dy);
+        s.dy_in = flat_plane(dy, "dy_in");
+        s.w_local = Func("w_local");
+        s.w_local(s.kx, s.ky, s.g) = widen(w(0, 0, s.kx, s.ky, 0, s.g));
+        // dx's column x reads dy's column x + pad_x - kx*d_x.
+        s.col_ok = column_test("col_ok", width, [&](const Expr &x, const Expr &k) {
+            const Expr t = x + ax[0].pad_begin - k * ax[0].dilation;
+            return t >= 0 && t < width;
+        });
+        s.rkx = RDom(0, w.dim(kKx).extent(), "rkx");
+        s.rky = RDom(0, w.dim(kKy).extent(), "rky");
+        const Expr shift_x = ax[0].pad_begin - s.kx * ax[0].dilation;
+        const Expr shift_y = (ax[1].pad_begin - s.rky * ax[1].dilation) * width;
+        s.part = Func("part");
+        s.part(s.i, s.kx, s.g, s.n) = Halide::cast(at, 0);
+        s.part(s.i, s.kx, s.g, s.n) += s.w_local(s.kx, s.rky, s.g) * s.dy_in(s.i + shift_x + shift_y, s.g, s.n);
+        s.acc = Func("acc");
+        s.acc(s.i, s.g, s.n) = Halide::cast(at, 0);
+        s.acc(s.i, s.g, s.n) += select(s.col_ok(s.i, s.rkx), s.part(s.i, s.rkx, s.g, s.n), Halide::cast(at, 0));
+        dx(s.c, s.i, s.y, s.z, s.g, s.n) = narrow(s.acc(s.i, s.g, s.n));
+        s.dx = dx;
+
+        constrain_activation_strides(dy, Layout::NCG);
+        constrain_activation_strides(dx, Layout::NCG);
+        constrain_flat_plane(dy);
+        constrain_flat_plane(dx);
+        constrain_filter_strides(w, Layout::NCG);
+        w.dim(kKz).set_bounds(0, 1);
+        const FixedProblem fixed = fixed_problem();
+        fixed.apply(dy, "dy");
+        fixed.apply(w, "w");
+        fixed.apply(dx, "dx");
+
+        s.plane = dx.dim(kX).extent();
+        s.kx_extent = w.dim(kKx).extent();
+        s.ky_extent = w.dim(kKy).extent();
+        s.tuned = schedule_params();
+        if (!autoscheduled()) schedule_bwd_data_cpu_flat(s, get_target());
+    }
+
     GeneratorInput<Buffer<>> *dy_ = nullptr;
     GeneratorInput<Buffer<>> *w_ = nullptr;
     GeneratorOutput<Buffer<>> *dx_ = nullptr;

@@ -11,6 +11,10 @@ struct BwdWeightsStages {
     Func x_in, dy_in;  // inputs (x zero-padded) in the accumulator type (schedules may stage them)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     bool pixel_vectors = false;  // ncg_px: vectors over output positions along x
+    // ncg_fp: the flat-plane variant (flat_planes.h), vectors over dy's flat plane; x_in and
+    // dy_in are (i, g, n), and col_ok (i, kx) tests dy position i's tap column kx.
+    bool flat_planes = false;
+    Func col_ok;
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
@@ -27,7 +31,7 @@ struct BwdWeightsStages {
 };
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);
-void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target);  // ncg_px
+void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target);  // ncg_px, ncg_fp
 void schedule_bwd_weights_gpu(BwdWeightsStages &s, const Target &target, Layout layout);  // CUDA, OpenCL
 
 }  // namespace convgrad::gen

@@ -5,6 +5,7 @@
 // Reads of x outside its extent are the zeros of the padding. The reduction order is fixed
 // by the schedule (no atomics), so results are deterministic run to run.
 #include "bwd_weights.h"
+#include "flat_planes.h"
 
 namespace convgrad::gen {
 namespace {
@@ -16,6 +17,10 @@ public:
     // true: the variant for depthwise layers in channels-first layouts (ncg_px), vectorised
     // over output positions along x (schedules/cpu_bwd_weights_pixels.cpp).
     GeneratorParam<bool> pixel_vectors{"pixel_vectors", false};
+    // true: the flat-plane variant (ncg_fp: depthwise NCHW, unit strides, x and dy of one
+    // width; generators/flat_planes.h), on the runtime's flat views of x and dy, vectorised
+    // over dy's flat plane with the pixel-vector schedule.
+    GeneratorParam<bool> flat_planes{"flat_planes", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -35,10 +40,17 @@ public:
         // The pixel-vector variant runs the reduction over x in whole vectors: past dy's
         // width it reads zeros (and x's zero border), so the last vector of a row needs no
         // masked loads and stores, which kept every accumulator of the tile in memory.
-        const int lanes = pixel_vectors ? get_target().natural_vector_size(at) : 1;
+        if (flat_planes && (variant_layout() != Layout::NCG || pixel_vectors || get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: flat_planes is a CPU variant of layout=ncg alone");
+        }
+        const bool vectors = pixel_vectors || flat_planes;
+        const int lanes = vectors ? get_target().natural_vector_size(at) : 1;
         const Expr ox_extent = (dy.dim(kX).extent() + lanes - 1) / lanes * lanes;
 
-        if (pixel_vectors) {
+        if (flat_planes) {
+            s.x_in = flat_plane(x, "x_in");
+            s.dy_in = flat_plane(dy, "dy_in");
+        } else if (pixel_vectors) {
             // (ncg only) whole rows of both staged, with zeros at their ends: x's padding,
             // and dy's zeros past its width (rows_over_zeros).
             s.x_in = rows_over_zeros(x, "x_in");
@@ -52,8 +64,10 @@ public:
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input
         // element once instead of at every one of its uses in the tiles.
         s.staged_inputs = bt.bits() == 16;
-        s.pixel_vectors = pixel_vectors;
+        s.pixel_vectors = vectors;
+        s.flat_planes = flat_planes;
 
+        // (The flat views' y and z have extent 1: the reduction runs over the flat plane.)
         s.r = RDom({{0, ox_extent}, {0, dy.dim(kY).extent()},
                     {0, dy.dim(kZ).extent()}, {0, dy.dim(kN).extent()}}, "r");
         const Expr o[3] = {s.r[0], s.r[1], s.r[2]};
@@ -66,8 +80,22 @@ public:
 
         s.acc = Func("acc");
         s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
-        s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
-            s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
+        if (flat_planes) {
+            // dw[kx, ky] = sum over n and dy's flat positions j of dy[j] times x at
+            // j + kx*d_x - pad_x + (ky*d_y - pad_y) * W where j's column reads inside x's row.
+            const Expr width = flat_row_width(x);
+            s.col_ok = column_test("col_ok", width, [&](const Expr &c, const Expr &kx) {
+                const Expr t = c + kx * ax[0].dilation - ax[0].pad_begin;
+                return t >= 0 && t < width;
+            });
+            const Expr j = o[0];
+            const Expr tap = j + s.kx * ax[0].dilation - ax[0].pad_begin + (s.ky * ax[1].dilation - ax[1].pad_begin) * width;
+            s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
+                select(s.col_ok(j, s.kx), s.x_in(tap, s.g, n), Halide::cast(at, 0)) * s.dy_in(j, s.g, n);
+        } else {
+            s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
+                s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
+        }
 
         dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
         s.dw = dw;
@@ -76,6 +104,11 @@ public:
         constrain_activation_strides(x, lay);
         constrain_activation_strides(dy, lay);
         constrain_filter_strides(dw, lay);
+        if (flat_planes) {
+            constrain_flat_plane(x);
+            constrain_flat_plane(dy);
+            dw.dim(kKz).set_bounds(0, 1);
+        }
         const FixedProblem fixed = fixed_problem();
         fixed.apply(x, "x");
         fixed.apply(dy, "dy");

@@ -278,6 +278,18 @@ protected:
         return f;
     }
 
+    // A flat view's plane (flat_planes.h) as (i, g, n) in the accumulator type, zero before
+    // and after the plane: the rows above and below it.
+    Func flat_plane(const GeneratorInput<Buffer<>> &in, const std::string &name) const {
+        using namespace canonical;
+        Func plane = BoundaryConditions::constant_exterior(
+            in, Halide::cast(buffer_type(), 0), {Range(), {0, in.dim(kX).extent()}, Range(), Range(), Range(), Range()});
+        Func f(name);
+        Var i("i"), g("g"), n("n");
+        f(i, g, n) = widen(plane(0, i, 0, 0, g, n));
+        return f;
+    }
+
     FixedProblem fixed_problem() const { return FixedProblem::parse(fixed); }
     ScheduleParams schedule_params() const { return ScheduleParams(schedule, this->get_target()); }
 

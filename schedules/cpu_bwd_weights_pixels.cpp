@@ -46,9 +46,16 @@ void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target) 
         st.specialize(s.stride_x == 2);
     }
     pu.reorder(lane, oxo, oy, oz, s.kx, s.ky, s.kz, n).vectorize(lane);
-    // Each image's planes of x (zero border included) and dy (zeros past its width, for the
-    // whole vectors), one group's, staged before its positions: loads with no lane tests.
-    for (Func f : {s.x_in, s.dy_in}) stage_rows_over_zeros(f, LoopLevel(part, n), vec);
+    if (s.flat_planes) {
+        // ncg_fp: each image's planes of x and dy copied flat with the zeros around them,
+        // the column tests once per call.
+        for (Func f : {s.x_in, s.dy_in}) stage_flat_plane(f, LoopLevel(sums, s.g), LoopLevel(part, n), vec);
+        compute_column_test(s.col_ok, vec);
+    } else {
+        // Each image's planes of x (zero border included) and dy (zeros past its width, for
+        // the whole vectors), one group's, staged before its positions: loads with no lane tests.
+        for (Func f : {s.x_in, s.dy_in}) stage_rows_over_zeros(f, LoopLevel(part, n), vec);
+    }
 
     // The lanes summed per (group, tap): small next to the reduction.
     s.acc.compute_root();

@@ -74,4 +74,25 @@ inline void stage_rows_over_zeros(Func f, const LoopLevel &at, int vec) {
     f.update().reorder(row, a[0], a[2], a[3], a[4], a[5]).vectorize(row, vec, TailStrategy::GuardWithIf);
 }
 
+// A flat-plane variant's input plane (generators/flat_planes.h: flat_plane, a Func of
+// (i, g, n)) copied inside `at` (one plane's loop) with the zeros around it that the taps
+// read, in whole vectors: the tiles then load it with no boundary test. Stored at `store`
+// (a thread's task), where Halide folds the storage to one plane: one allocation a task,
+// not one a plane. Read in place, the
+// tiles near a plane's ends took clamped per-lane loads, and without the problem's sizes
+// Halide's partition of the tile loop (whose bounds it takes over every filter branch) left
+// no tile in the interior: 3x slower than the kernel specialised to mb_dw192_28.
+inline void stage_flat_plane(Func f, const LoopLevel &store, const LoopLevel &at, int vec) {
+    const Var i = f.args()[0];
+    f.store_at(store).compute_at(at).align_bounds(i, vec).vectorize(i, vec, TailStrategy::GuardWithIf);
+    // (Halide folds a pure loop by itself; over a reduction's loop it has to be told.)
+    f.fold_storage(f.args()[2], 1);
+}
+
+// A flat-plane variant's column tests (generators/flat_planes.h: column_test), computed once
+// per call before the tiles, vectorised along the plane.
+inline void compute_column_test(Func f, int vec) {
+    f.compute_root().vectorize(f.args()[0], vec, TailStrategy::GuardWithIf);
+}
+
 }  // namespace convgrad::gen

@@ -61,5 +61,21 @@ TEST(HalideErrors, SmallGroupKernelRefusesWiderGroups) {
     EXPECT_NE(s.message().find("bwd_data_f32_nxc_sg"), std::string::npos) << s.message();
 }
 
+// The flat-plane kernel reads each plane as one row: given rows with gaps between them
+// (which the registry routes elsewhere), it fails with a status instead of reading the
+// plane with the wrong row width.
+TEST(HalideErrors, FlatPlaneKernelRefusesGappedRows) {
+    ConvProblem p;
+    p.groups = p.in_channels = p.out_channels = 4;
+    p.activation_layout = ActivationLayout::kNCX;
+    p.filter_layout = FilterLayout::kOIX;
+    p.input_size = p.output_size = {9, 9, 1};
+    p.kernel_size = {3, 3, 1};
+    p.pads_begin = p.pads_end = {1, 1, 0};
+    const Status s = run_directly(p, true, "bwd_data_f32_ncg_fp");
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_NE(s.message().find("bwd_data_f32_ncg_fp"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace convgrad::test

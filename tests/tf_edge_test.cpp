@@ -1,6 +1,10 @@
 // TensorFlow's edge cases, each against the float64 reference with NaN-poisoned outputs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <utility>
+
 #include "test_util.h"
 
 namespace convgrad::test {
@@ -387,10 +391,11 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
     };
     for (int64_t width : {16, 19, 40, 70, 131}) {
         expect_matches_reference(nchw(2, 5, width, 6, 3, "SAME", 1));
-        expect_kernels(nchw(2, 5, width, 6, 3, "SAME", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
         expect_matches_reference(nchw(1, 9, 2 * width, 5, 3, "SAME", 2));
         expect_matches_reference(nchw(2, 7, width, 3, 5, "VALID", 1));
     }
+    // (Unit strides with dx and dy of one width take the flat-plane kernels: below.)
+    expect_kernels(nchw(2, 7, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
     expect_kernels(nchw(1, 9, 64, 5, 3, "SAME", 2), "bwd_data_f32_ncg_s2_px", "bwd_weights_f32_ncg_px");
     // The stride-2 data gradient's branches: 3x3 undilated (taps unrolled; SAME above, VALID
     // here), 5x5 and dilated (taps at run time, stride 2 constant), stride 2 along x only.
@@ -417,22 +422,27 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
     // Planes of at least a block's rows (8) take the data gradient's tiles of several rows,
     // the last block shifted inwards over the one before: heights that leave a partial
     // block, every tile width, 3x3 and 5x5 filters (taps unrolled), and dilated and 1x3
-    // ones (taps at run time).
-    for (int64_t height : {8, 19, 28}) {
-        for (int64_t width : {16, 28, 40, 70}) expect_matches_reference(nchw(2, height, width, 3, 3, "SAME", 1));
-        expect_matches_reference(nchw(1, height, 37, 2, 5, "SAME", 1));
-        TfConv2D tall_dilated = nchw(1, height, 37, 2, 3, "SAME", 1);
-        tall_dilated.dilations = {1, 1, 2, 2};
-        expect_matches_reference(tall_dilated);
-        TfConv2D tall_wide = nchw(1, height, 45, 2, 3, "SAME", 1);
-        tall_wide.filter = {1, 3, 1, 2};
-        expect_matches_reference(tall_wide);
+    // ones (taps at run time). VALID: dy narrower than dx, which the flat-plane kernels
+    // (SAME here) do not take.
+    for (const char *padding : {"VALID", "SAME"}) {
+        for (int64_t height : {10, 19, 28}) {
+            for (int64_t width : {18, 28, 40, 70}) expect_matches_reference(nchw(2, height, width, 3, 3, padding, 1));
+            expect_matches_reference(nchw(1, height, 37, 2, 5, padding, 1));
+            TfConv2D tall_dilated = nchw(1, height, 37, 2, 3, padding, 1);
+            tall_dilated.dilations = {1, 1, 2, 2};
+            expect_matches_reference(tall_dilated);
+            TfConv2D tall_wide = nchw(1, height, 45, 2, 3, padding, 1);
+            tall_wide.filter = {1, 3, 1, 2};
+            expect_matches_reference(tall_wide);
+        }
     }
-    expect_kernels(nchw(2, 19, 40, 3, 3, "SAME", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
-    // Rows narrower than a vector keep the channel-vector kernels, which run per block of
-    // one vector of groups (planes staged and dx written in cache): fewer groups than a
-    // block, a partial last block, whole blocks; stride 2, 5x5, dilated, batch 1.
-    expect_kernels(nchw(2, 7, 14, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(2, 19, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
+    // Rows narrower than a vector keep the channel-vector kernels (with unit strides, planes
+    // under kFlatPlaneMin positions), which run per block of one vector of groups (planes
+    // staged and dx written in cache): fewer groups than a block, a partial last block, whole
+    // blocks; stride 2, 5x5, dilated, batch 1.
+    expect_kernels(nchw(2, 7, 7, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(2, 7, 14, 24, 3, "VALID", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     expect_matches_reference(nchw(2, 7, 14, 24, 3, "SAME", 1));
     for (int64_t groups : {5, 16, 40}) {
         expect_matches_reference(nchw(2, 7, 7, groups, 3, "SAME", 1));
@@ -443,6 +453,75 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         expect_matches_reference(narrow_dilated);
     }
     expect_kernels(nchw(2, 14, 14, 40, 3, "SAME", 2), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+}
+
+// Depthwise NCHW with unit strides and dx, dy of one width: the flat-plane kernels, each
+// plane one flat row (generators/flat_planes.h). Planes of one wide tile exactly (64) and
+// just over, rows narrower and wider than a vector, one row; group counts around the tasks'
+// blocks of 8; 3x3 and 5x5 filters (taps unrolled), dilated, 1x3 and 2x2 (taps at run
+// time, padding after only); explicit padding with dy shorter than dx, and with all of
+// x's padding on one side.
+TEST(TfEdge, DepthwiseFlatPlanes) {
+    const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding) {
+        return as_nchw(conv({n, h, w, c}, {k, k, 1, c}, std::move(padding), 1, 1));
+    };
+    expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
+    expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_weights_f32_ncg_fp");
+    expect_kernel(nchw(2, 7, 9, 5, 3, "SAME"), "bwd_data_f32_ncg");  // 63 positions: channel vectors
+    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {5, 13}, {4, 16}, {9, 11}, {1, 70}, {3, 40}, {28, 28}}) {
+        for (int64_t groups : {5, 8, 17}) expect_matches_reference(nchw(groups == 8 ? 1 : 2, h, w, groups, 3, "SAME"));
+        expect_matches_reference(nchw(2, h, w, 3, 5, "SAME"));
+        TfConv2D dilated = nchw(2, h, w, 3, 3, "SAME");
+        dilated.dilations = {1, 1, 2, 2};
+        expect_matches_reference(dilated);
+        TfConv2D row = nchw(1, h, w, 4, 3, "SAME");
+        row.filter = {1, 3, 1, 4};
+        expect_matches_reference(row);
+        expect_matches_reference(nchw(3, h, w, 2, 2, "SAME"));
+    }
+    TfConv2D shorter = nchw(2, 12, 20, 6, 3, "EXPLICIT");
+    shorter.explicit_paddings = {0, 0, 0, 0, 0, 0, 1, 1};  // NCHW: dy 10 rows of 20
+    expect_kernel(shorter, "bwd_data_f32_ncg_fp");
+    expect_matches_reference(shorter);
+    TfConv2D one_side = nchw(2, 12, 20, 6, 3, "EXPLICIT");
+    one_side.explicit_paddings = {0, 0, 0, 0, 2, 0, 0, 2};
+    expect_matches_reference(one_side);
+}
+
+// A flat-plane tap that crosses a row's end reads the neighbouring row's pixel, and the
+// kernels select it away: an infinity there must not reach the sums it does not belong to
+// (as NaN, 0 * inf, had a 0/1 column mask multiplied it). An infinity in dy's first column
+// for the data gradient, in x's last column for the filter gradient. (One in dy's border
+// would meet the padding's zeros in the filter gradient, NaN in TF's and every other
+// convgrad kernel's products alike.)
+TEST(TfEdge, DepthwiseFlatPlanesRowEndsStayOut) {
+    TfConv2D c = as_nchw(conv({2, 9, 20, 3}, {3, 3, 1, 3}, "SAME", 1, 1));
+    ASSERT_TRUE(infer_out_backprop(c));
+    expect_kernel(c, "bwd_data_f32_ncg_fp");
+    expect_kernel(c, "bwd_weights_f32_ncg_fp");
+    Rng rng(5);
+    auto x = random_values(num_elements(c.input), rng), w = random_values(num_elements(c.filter), rng);
+    auto dy = random_values(num_elements(c.out_backprop), rng);
+    auto dy_inf = dy;
+    const int64_t width = 20, plane = 9 * width;
+    // Image 0, channel 1, row 4.
+    dy_inf[plane + 4 * width] = std::numeric_limits<double>::infinity();
+    x[plane + 4 * width + width - 1] = std::numeric_limits<double>::infinity();
+    for (bool input_grad : {true, false}) {
+        SCOPED_TRACE(input_grad ? "backprop input" : "backprop filter");
+        const auto ref = input_grad ? backprop_input(c, w, dy_inf) : backprop_filter(c, x, dy);
+        const TfRunResult r = run_tf(c, input_grad, input_grad ? w : x, input_grad ? dy_inf : dy, false);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        ASSERT_EQ(r.result.size(), ref.size());
+        int finite = 0;
+        for (size_t i = 0; i < ref.size(); i++) {
+            if (!std::isfinite(ref[i])) continue;
+            finite++;
+            EXPECT_TRUE(std::isfinite(r.result[i])) << "element " << i;
+            EXPECT_NEAR(r.result[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << "element " << i;
+        }
+        EXPECT_GT(finite, static_cast<int>(ref.size()) / 2);  // the infinities reach few sums
+    }
 }
 
 }  // namespace

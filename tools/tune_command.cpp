@@ -44,11 +44,12 @@ std::vector<std::string> candidates(const std::string &variant, const std::strin
     const bool depthwise = variant.find("_nxg") != std::string::npos || variant.find("_ncg") != std::string::npos;
     const auto q = [&](const std::string &k, int v) { return isa + "." + k + ":" + std::to_string(v); };
     if (variant.size() > 4 && variant.substr(variant.size() - 4) == "_any") return out;  // scalar fallback
-    const bool pixel_vectors = KernelVariant::parse(variant).pixel_vectors;  // the suffix only
+    const KernelVariant v = KernelVariant::parse(variant);  // the suffixes only
+    const bool pixel_vectors = v.pixel_vectors || v.flat_planes;  // both tile vectors of pixels
     if (data && pixel_vectors) {
         for (int v : {2, 3, 6}) out.push_back(q("px_vectors", v));
     } else if (pixel_vectors) {
-        return out;  // the filter gradient's ncg_px tile (every tap x one vector) has no parameter
+        return out;  // the filter gradient's ncg_px/ncg_fp tile (every tap x one vector) has no parameter
     } else if (data && depthwise) {
         for (int px : {4, 5, 7, 8}) out.push_back(q("pixels", px) + "/" + q("rows7", 0));
     } else if (data) {

@@ -84,17 +84,43 @@ halide_type_t halide_type(DType t, Device kernel_device) {
     return halide_type_t();
 }
 
+// How a kernel sees an activation: the canonical 6-D view, the 7-D x-phase view of
+// canonical.h (x = 2q + p; the registry checked that x's extent is even), or the flat view
+// of generators/flat_planes.h (x spans the plane, y has extent 1 and the row width as its
+// stride; the registry checked that rows are contiguous).
+enum class ViewShape { kCanonical, kXPhases, kFlatPlane };
+
+// The shape of argument `arg` (0, 1: the inputs; 2: the result) for kernel `k`: the data
+// gradient's dx is its x-phase view in the x-phase variants; the flat-plane variants see
+// both activations (dy and dx, or x and dy) flat.
+ViewShape view_shape(const KernelEntry &k, int arg) {
+    const bool data = k.direction == Direction::kBackwardData;
+    const bool activation = data ? arg != 1 : arg != 2;
+    if (k.needs.flat_planes && activation) return ViewShape::kFlatPlane;
+    if (k.needs.x_phases && arg == 2) return ViewShape::kXPhases;
+    return ViewShape::kCanonical;
+}
+
 // A halide_buffer_t over a view; `dims` (7 entries) must outlive it. Sizes were range-checked
-// when the view was made (validate() and make_view()). `x_phases`: the 7-D x-phase view of
-// canonical.h, x = 2q + p (the registry checked that x's extent is even).
+// when the view was made (validate() and make_view()).
 halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims, Device kernel_device,
-                          bool x_phases = false) {
+                          ViewShape shape = ViewShape::kCanonical) {
+    // Rows that are not contiguous have no flat view: such a view (a kernel called directly,
+    // bypassing the registry) stays canonical, and the kernel's assertion on y's extent fails
+    // with an error status instead of reading the plane with the wrong row width.
+    if (shape == ViewShape::kFlatPlane && v.extent[canonical::kY] != 1 && v.stride[canonical::kY] != v.extent[canonical::kX]) {
+        shape = ViewShape::kCanonical;
+    }
     int n = 0;
     for (int d = 0; d < 6; d++) {
         const auto extent = static_cast<int32_t>(v.extent[d]), stride = static_cast<int32_t>(v.stride[d]);
-        if (x_phases && d == canonical::kX) {
+        if (shape == ViewShape::kXPhases && d == canonical::kX) {
             dims[n++] = halide_dimension_t(0, extent / 2, 2 * stride);  // q
             dims[n++] = halide_dimension_t(0, 2, stride);               // p
+        } else if (shape == ViewShape::kFlatPlane && d == canonical::kX) {
+            dims[n++] = halide_dimension_t(0, extent * static_cast<int32_t>(v.extent[canonical::kY]), stride);
+        } else if (shape == ViewShape::kFlatPlane && d == canonical::kY) {
+            dims[n++] = halide_dimension_t(0, 1, static_cast<int32_t>(v.extent[canonical::kX]));
         } else {
             dims[n++] = halide_dimension_t(0, extent, stride);
         }
@@ -208,7 +234,7 @@ std::string fixed_problem_text(const KernelEntry &k, const ConvProblem &p, const
         {data ? "dy" : "x", &a}, {data ? "w" : "dy", &b}, {data ? "dx" : "dw", &result}};
     for (int i = 0; i < 3; i++) {
         halide_dimension_t dims[7];
-        const halide_buffer_t hb = to_halide(*bufs[i].second, dims, k.device, i == 2 && k.needs.x_phases);
+        const halide_buffer_t hb = to_halide(*bufs[i].second, dims, k.device, view_shape(k, i));
         int32_t extent[7], stride[7];
         for (int d = 0; d < hb.dimensions; d++) extent[d] = dims[d].extent, stride[d] = dims[d].stride;
         text += std::string("/") + bufs[i].first + ".extent:" + list(extent, hb.dimensions) + "/" + bufs[i].first +
@@ -220,8 +246,8 @@ std::string fixed_problem_text(const KernelEntry &k, const ConvProblem &p, const
 Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a, const CanonicalView &b,
                   const CanonicalView &result) {
     halide_dimension_t da[7], db[7], dr[7];
-    halide_buffer_t ba = to_halide(a, da, k.device), bb = to_halide(b, db, k.device),
-                    br = to_halide(result, dr, k.device, k.needs.x_phases);
+    halide_buffer_t ba = to_halide(a, da, k.device, view_shape(k, 0)), bb = to_halide(b, db, k.device, view_shape(k, 1)),
+                    br = to_halide(result, dr, k.device, view_shape(k, 2));
     const AxisArgs ax = axis_args(p);
     const int32_t *stride = ax.stride, *dilation = ax.dilation, *pad = ax.pad;
 #ifndef CONVGRAD_HAVE_GPU

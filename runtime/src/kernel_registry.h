@@ -26,6 +26,9 @@ struct LayoutRequirement {
                                  // dx channels per group; data gradient: unit strides unless
                                  // x_phases; ncg_px, ncx_px: rows of at least kPixelVectorMinRow
     bool small_groups = false;   // nxc_sg: fewer than kSmallGroupChannels dy channels per group
+    bool flat_planes = false;    // ncg_fp: 2-D, unit strides, both activations' planes of one
+                                 // width with contiguous rows; passed through their flat views
+                                 // (generators/flat_planes.h)
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -33,6 +36,11 @@ constexpr int kPixelVectorChannels = 4;
 // The narrowest rows the channels-first pixel-vector variants (ncg_px, ncx_px) take: one AVX-512
 // vector of float32 (they vectorise along rows).
 constexpr int kPixelVectorMinRow = 16;
+// The smallest planes the flat-plane variants (ncg_fp) take: 4 AVX-512 vectors of float32.
+// 7x7 planes (49 positions, mb_dw960_7) ran faster on the channel-vector ncg kernels
+// (data gradient 0.27 against 0.29 ms, filter gradient 0.25 against 0.35 ms); 14x14 ones
+// (196) faster flat (0.36 against 0.46 ms, 0.36 against 0.39 ms).
+constexpr int kFlatPlaneMin = 64;
 // The small-group variant (nxc_sg) stages dy with this many slots per pixel (generators/bwd_data.h)
 // and takes fewer dy channels per group: with 16 over 16 dx channels it measured 0.87-0.98x nxc.
 constexpr int kSmallGroupChannels = 16;

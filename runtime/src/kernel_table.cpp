@@ -1,7 +1,7 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
 // per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
-// contiguous, ncg_px and ncg with rows contiguous), the channel-contiguous ones (nxc_px for
+// contiguous, ncg_fp, ncg_px and ncg with rows contiguous), the channel-contiguous ones (nxc_px for
 // few channels, nxc_sg for small groups, nxc), the row-contiguous ones (ncx_px for few
 // channels, ncx), then the stride-agnostic (any) one; then the GPU kernels.
 // The first entry that accepts a problem runs.
@@ -32,6 +32,7 @@ constexpr LayoutRequirement layout_nxc_s2_px = {kC, false, true, true};
 constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
 constexpr LayoutRequirement layout_nxc_sg = {kC, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
+constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
 constexpr LayoutRequirement layout_ncg_px = {kX, true, false, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
 constexpr LayoutRequirement layout_nxc = {kC, false};
@@ -91,6 +92,21 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (needs.unit_stride_dim == kX && !needs.one_channel_per_group && act1.extent[kC] > kPixelVectorChannels) {
             const int vectors = (row + kPixelVectorMinRow - 1) / kPixelVectorMinRow;
             if (row * 100 < 85 * vectors * kPixelVectorMinRow) return false;
+        }
+    }
+    // Flat-plane kernels read each plane as one row (generators/flat_planes.h): 2-D, unit
+    // strides, both planes of one width, rows contiguous (the flat view's requirement), and
+    // planes of at least kFlatPlaneMin positions (act1: dx, or dy for the filter gradient).
+    if (needs.flat_planes) {
+        if (p.spatial_rank > 2) return false;
+        for (int a = 0; a < p.spatial_rank; a++) {
+            if (p.strides[a] != 1) return false;
+        }
+        if (act0.extent[kX] != act1.extent[kX]) return false;
+        if (act1.extent[kX] * act1.extent[canonical::kY] < kFlatPlaneMin) return false;
+        for (const CanonicalView *v : {&act0, &act1}) {
+            const bool rows_contiguous = v->extent[canonical::kY] == 1 || v->stride[canonical::kY] == v->extent[kX];
+            if (!rows_contiguous || v->extent[canonical::kZ] != 1) return false;
         }
     }
     // Small-group kernels stage dy with kSmallGroupChannels slots per pixel (act0 is dy).

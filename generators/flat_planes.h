@@ -1,0 +1,67 @@
+// The flat-plane variants (ncg_fp): depthwise 2-D layers with unit strides in channels-first
+// layouts (NCHW: each (group, image) plane contiguous), whose dx and dy planes have the same
+// width. Such a plane is one flat row of H*W values: a tap is one constant offset in it,
+// (ky * dilation - pad) * W + (kx * dilation - pad), and vectors run over the whole plane,
+// row ends included. No zero border is staged: reads before or after the plane are zeros
+// (a boundary condition, applied where the schedules copy each plane into cache), and a tap
+// that crosses a row's end reads a neighbour row's pixel, which a per-column table selects
+// away (select, not multiply: an infinity there must not become a NaN).
+//
+// The runtime passes each activation through its flat view (runtime/src/halide_bridge.cpp):
+// x's extent is H*W, y's extent 1 and y's stride kept, so the kernel reads the row width W
+// as y's stride. The registry sends only views whose rows are contiguous (y stride == W).
+#pragma once
+
+#include <functional>
+
+#include "generator_common.h"
+
+namespace convgrad::gen {
+
+// The data gradient's stages: per tile of dx's flat plane, one partial sum per tap column
+// kx (over ky), then the columns added where their column test passes.
+struct FlatPlaneDataStages {
+    Func dx;        // output, storage type
+    Func acc;       // (i, g, n): the sum over kx of the column-tested partial sums
+    Func part;      // (i, kx, g, n): the sum over ky of one tap column
+    Func w_local;   // (kx, ky, g): the filter in the accumulator type
+    Func col_ok;    // (i, kx): whether dx position i reads dy's row through tap column kx
+    Func dy_in;     // (i, g, n): dy's plane in the accumulator type, zeros before and after it
+    Var c{"c"}, i{"i"}, y{"y"}, z{"z"}, g{"g"}, n{"n"}, kx{"kx"}, ky{"ky"};
+    RDom rkx, rky;
+    Expr plane;     // dx's flat plane (H * W)
+    Expr kx_extent, ky_extent;
+    ScheduleParams tuned;
+    Expr square_2d(int taps) const { return kx_extent == taps && ky_extent == taps; }
+};
+
+// The flat view's row width: x's extent is the plane, and y (extent 1) keeps its stride.
+template<typename BufferLike>
+Expr flat_row_width(const BufferLike &b) {
+    return b.dim(canonical::kY).stride();
+}
+
+// A flat view's bounds: x holds the plane; y and z have extent 1 (2-D layers only).
+template<typename BufferLike>
+void constrain_flat_plane(BufferLike &b) {
+    b.dim(canonical::kY).set_bounds(0, 1);
+    b.dim(canonical::kZ).set_bounds(0, 1);
+}
+
+// Per position i of a flat plane of rows of `width` (x = i % width) and tap column k:
+// inside(x, k). A table computed once per call (schedules: compute_column_test): i % width
+// by a run-time width is a division per lane, so x comes from a float64 quotient instead,
+// exact for any plane below 2^40 positions (the +0.5 keeps exact multiples off the floor's
+// edge).
+inline Func column_test(const std::string &name, const Expr &width,
+                        const std::function<Expr(const Expr &x, const Expr &k)> &inside) {
+    Func f(name);
+    Var i("i"), k("k");
+    const Expr row = Halide::cast<int>(floor((Halide::cast<double>(i) + Expr(0.5)) / Halide::cast<double>(width)));
+    f(i, k) = inside(i - row * width, k);
+    return f;
+}
+
+void schedule_bwd_data_cpu_flat(FlatPlaneDataStages &s, const Target &target);
+
+}  // namespace convgrad::gen

@@ -1,0 +1,68 @@
+// CPU schedule of the data gradient's flat-plane variant (ncg_fp, generators/flat_planes.h):
+// depthwise NCHW with unit strides, each (group, image) plane one flat row.
+//
+// Threads own planes. A tile is `px_vectors` vectors of a plane's flat positions (the last
+// tile shifts inwards): per tap column kx, one partial sum per vector over the column's
+// taps (one unaligned load of dy and one FMA each, the filter values broadcast), then the
+// column added under its column test. With 3x3 and 5x5 filters every tap unrolls, so a tile
+// is one run of loads at constant offsets. Each plane of dy is copied flat with the zeros
+// around it (cpu_staging.h: stage_flat_plane), one contiguous copy: the ncg_px kernel's
+// staged rows (a zero border and whole vectors per row) cost as much as its tiles on 28x28
+// planes, and its 28-pixel rows filled 28 of 32 lanes.
+#include "../generators/flat_planes.h"
+#include "cpu_staging.h"
+
+namespace convgrad::gen {
+
+void schedule_bwd_data_cpu_flat(FlatPlaneDataStages &s, const Target &target) {
+    const int vec = target.natural_vector_size(s.acc.output_types()[0]);
+    const int px_vectors = s.tuned.get("px_vectors", vector_registers(target) == 32 ? 4 : 2);
+    Var io("io"), ii("ii"), iv("iv"), il("il"), g_o("g_o"), g_i("g_i"), task("task");
+    // A thread's task: a block of kPlanes groups' planes of one image (one plane took ~0.3 us
+    // on 28x28 planes: the thread pool's overhead per task was 10 % of the call).
+    constexpr int kPlanes = 8;
+    const auto nest = [&](Stage st, int width) {
+        st.split(s.i, io, ii, width, TailStrategy::ShiftInwards)
+            .split(s.g, g_o, g_i, kPlanes, TailStrategy::GuardWithIf)
+            .reorder(s.c, ii, io, s.y, s.z, g_i, g_o, s.n)
+            .fuse(g_o, s.n, task)
+            .parallel(task);
+    };
+    // Tiles of px_vectors vectors, then of one (planes narrower than the wide tile), then
+    // scalars (planes narrower than a vector).
+    for (int vectors : {px_vectors, 1}) {
+        Stage st = s.dx.specialize(s.plane >= vectors * vec);
+        nest(st, vectors * vec);
+        st.split(ii, iv, il, vec).vectorize(il).unroll(iv);
+        if (vectors == 1) break;
+    }
+    nest(s.dx, 1);
+
+    // The tile's accumulators and one tap column's partial sums: constant-size vectors
+    // (registers) in every branch above.
+    const auto vectors_of = [&](Stage st) {
+        st.split(s.i, iv, il, vec, TailStrategy::GuardWithIf).vectorize(il).unroll(iv);
+    };
+    s.acc.compute_at(s.dx, io);
+    vectors_of(s.acc);
+    Stage au = s.acc.update();
+    vectors_of(au);
+    au.reorder(il, iv, s.rkx);
+    s.part.compute_at(s.acc, s.rkx);
+    vectors_of(s.part);
+    Stage pu = s.part.update();
+    vectors_of(pu);
+    pu.reorder(il, iv, s.rky);
+    // (A specialisation copies the schedule as it stands: these come last.)
+    for (int taps : {3, 5}) {
+        au.specialize(s.square_2d(taps)).unroll(s.rkx);
+        pu.specialize(s.square_2d(taps)).unroll(s.rky);
+    }
+
+    stage_flat_plane(s.dy_in, LoopLevel(s.dx, task), LoopLevel(s.dx, g_i), vec);
+    // The column tests (a few KB) and the filter, once per call.
+    compute_column_test(s.col_ok, vec);
+    s.w_local.compute_root();
+}
+
+}  // namespace convgrad::gen
