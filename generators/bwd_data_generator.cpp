@@ -182,6 +182,7 @@ private:
         s.plane = dx.dim(kX).extent();
         s.kx_extent = w.dim(kKx).extent();
         s.ky_extent = w.dim(kKy).extent();
+        s.unit_dilation = unit_dilation();
         s.tuned = schedule_params();
         if (!autoscheduled()) schedule_bwd_data_cpu_flat(s, get_target());
     }

@@ -31,6 +31,7 @@ struct FlatPlaneDataStages {
     RDom rkx, rky;
     Expr plane;     // dx's flat plane (H * W)
     Expr kx_extent, ky_extent;
+    Expr unit_dilation;  // true when both dilations are 1: the taps' offsets differ by constants
     ScheduleParams tuned;
     Expr square_2d(int taps) const { return kx_extent == taps && ky_extent == taps; }
 };

@@ -29,12 +29,23 @@ void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target) 
     // Lanes innermost in storage, or every vector would be a gather.
     const auto lanes_innermost = [&](Func f) { f.reorder_storage(lane, s.ci, s.co, s.kx, s.ky, s.kz, s.g); };
     lanes_innermost(sums);
-    sums.compute_root().reorder(lane, s.ci, s.co, s.kx, s.ky, s.kz, s.g).vectorize(lane).parallel(s.g);
-    for (int taps : {3, 5}) sums.specialize(s.square_2d(taps));
+    // A thread's task: a group, or with many groups a block of kGroups (one group took ~1 us
+    // on 7x7 planes, under the thread pool's overhead per task: mb_dw960_7 1.13x, kernel
+    // alone). Few groups keep one a task, so two threads share them evenly.
+    constexpr int kGroups = 8;
+    Var g_o("g_o"), g_i("g_i");
+    sums.compute_root().vectorize(lane);
+    for (int groups : {kGroups, 1}) {
+        Stage st = groups > 1 ? Stage(sums.specialize(s.g_extent >= 16 * groups)) : Stage(sums);
+        st.split(s.g, g_o, g_i, groups, TailStrategy::GuardWithIf)
+            .reorder(lane, s.ci, s.co, s.kx, s.ky, s.kz, g_i, g_o)
+            .parallel(g_o);
+        for (int taps : {3, 5}) st.specialize(s.square_2d(taps));
+    }
 
     // The tile: one group's taps x one vector of lanes, over every position of every image.
     lanes_innermost(part);
-    part.compute_at(sums, s.g).vectorize(lane);
+    part.compute_at(sums, g_i).vectorize(lane);
     Stage pu = part.update();
     // Square 3x3 and 5x5 filters: every tap in its own register (cpu_taps.h). Other shapes:
     // one chain per tap, re-reading the planes from cache once per tap.
@@ -49,7 +60,7 @@ void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target) 
     if (s.flat_planes) {
         // ncg_fp: each image's planes of x and dy copied flat with the zeros around them,
         // the column tests once per call.
-        for (Func f : {s.x_in, s.dy_in}) stage_flat_plane(f, LoopLevel(sums, s.g), LoopLevel(part, n), vec);
+        for (Func f : {s.x_in, s.dy_in}) stage_flat_plane(f, LoopLevel(sums, g_i), LoopLevel(part, n), vec);
         compute_column_test(s.col_ok, vec);
     } else {
         // Each image's planes of x (zero border included) and dy (zeros past its width, for

@@ -28,13 +28,24 @@ void schedule_bwd_data_cpu_flat(FlatPlaneDataStages &s, const Target &target) {
             .fuse(g_o, s.n, task)
             .parallel(task);
     };
+    // The filters whose taps unroll (below), undilated first: the taps' offsets then differ
+    // by constants (a row and a pixel), so a tile's loads take few address registers.
+    std::vector<Expr> filters;
+    for (int taps : {3, 5}) {
+        filters.push_back(s.square_2d(taps) && s.unit_dilation);
+        filters.push_back(s.square_2d(taps));
+    }
+    filters.push_back(Internal::const_true());
     // Tiles of px_vectors vectors, then of one (planes narrower than the wide tile), then
-    // scalars (planes narrower than a vector).
+    // scalars (planes narrower than a vector); each per filter, so the tile loop holds one
+    // filter's code (with the filter's branches inside it, every tile tested them and the
+    // loop kept its addresses on the stack: 1.1x slower).
     for (int vectors : {px_vectors, 1}) {
-        Stage st = s.dx.specialize(s.plane >= vectors * vec);
-        nest(st, vectors * vec);
-        st.split(ii, iv, il, vec).vectorize(il).unroll(iv);
-        if (vectors == 1) break;
+        for (const Expr &filter : filters) {
+            Stage st = s.dx.specialize(s.plane >= vectors * vec && filter);
+            nest(st, vectors * vec);
+            st.split(ii, iv, il, vec).vectorize(il).unroll(iv);
+        }
     }
     nest(s.dx, 1);
 
@@ -53,10 +64,11 @@ void schedule_bwd_data_cpu_flat(FlatPlaneDataStages &s, const Target &target) {
     Stage pu = s.part.update();
     vectors_of(pu);
     pu.reorder(il, iv, s.rky);
-    // (A specialisation copies the schedule as it stands: these come last.)
-    for (int taps : {3, 5}) {
-        au.specialize(s.square_2d(taps)).unroll(s.rkx);
-        pu.specialize(s.square_2d(taps)).unroll(s.rky);
+    // (A specialisation copies the schedule as it stands: these come last. Inside dx's
+    // branch for a filter, Halide keeps only that filter's.)
+    for (size_t f = 0; f + 1 < filters.size(); f++) {
+        au.specialize(filters[f]).unroll(s.rkx);
+        pu.specialize(filters[f]).unroll(s.rky);
     }
 
     stage_flat_plane(s.dy_in, LoopLevel(s.dx, task), LoopLevel(s.dx, g_i), vec);
