@@ -33,7 +33,8 @@ for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-
         schedule=$(tuned "bwd_${dir}_${short[$dtype]}_$variant")
         extra=${schedule:+schedule=$schedule}
         "$gen" -g convgrad_bwd_$dir -o "$out" -e stmt -n k target=$target-user_context-no_runtime dtype=$dtype $params $extra
-        bad=$(awk '/^external func/{name=$3} /allocate acc\[/{alloc[name]=1} /acc.s1/{c[name]++}
+        # The update shows as its loops (acc.s1...), or, fully unrolled, as acc[...] = acc[...] + ...
+        bad=$(awk '/^external func/{name=$3} /allocate acc\[/{alloc[name]=1} /acc.s1|acc\[[^]]*\] = acc\[/{c[name]++}
                    END{for (n in alloc) if (c[n]+0 == 0) print n}' "$out/k.stmt")
         if [ -n "$bad" ]; then
           echo "NO UPDATE in $dir $dtype $variant $target: $bad"
