@@ -41,10 +41,6 @@ constexpr int kPixelVectorMinRow = 16;
 // (data gradient 0.27 against 0.29 ms, filter gradient 0.25 against 0.35 ms); 14x14 ones
 // (196) faster flat (0.36 against 0.46 ms, 0.36 against 0.39 ms).
 constexpr int kFlatPlaneMin = 64;
-// The largest planes the data gradient's flat-plane variant takes. On 112x112 planes
-// (mb_dw32_112) it measured 0.92x ncg_px, whose tiles span rows (its 56x56 and 28x28 planes:
-// 1.49x and 1.65x); the filter gradient's measured 1.07x there and takes any size.
-constexpr int kFlatPlaneMaxData = 8192;
 // The small-group variant (nxc_sg) stages dy with this many slots per pixel (generators/bwd_data.h)
 // and takes fewer dy channels per group: with 16 over 16 dx channels it measured 0.87-0.98x nxc.
 constexpr int kSmallGroupChannels = 16;

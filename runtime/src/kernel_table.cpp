@@ -96,16 +96,14 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     }
     // Flat-plane kernels read each plane as one row (generators/flat_planes.h): 2-D, unit
     // strides, both planes of one width, rows contiguous (the flat view's requirement), and
-    // planes of at least kFlatPlaneMin positions (act1: dx, or dy for the filter gradient),
-    // for the data gradient at most kFlatPlaneMaxData.
+    // planes of at least kFlatPlaneMin positions (act1: dx, or dy for the filter gradient).
     if (needs.flat_planes) {
         if (p.spatial_rank > 2) return false;
         for (int a = 0; a < p.spatial_rank; a++) {
             if (p.strides[a] != 1) return false;
         }
         if (act0.extent[kX] != act1.extent[kX]) return false;
-        const int64_t plane = act1.extent[kX] * act1.extent[canonical::kY];
-        if (plane < kFlatPlaneMin || (d == Direction::kBackwardData && plane > kFlatPlaneMaxData)) return false;
+        if (act1.extent[kX] * act1.extent[canonical::kY] < kFlatPlaneMin) return false;
         for (const CanonicalView *v : {&act0, &act1}) {
             const bool rows_contiguous = v->extent[canonical::kY] == 1 || v->stride[canonical::kY] == v->extent[kX];
             if (!rows_contiguous || v->extent[canonical::kZ] != 1) return false;
