@@ -90,6 +90,8 @@ TEST(DtypeContract, EveryOpInEveryDtype) {
     };
     const tf::ConvAttrs tf2{{1, 2, 1, 1}, {1, 1, 2, 1}, "SAME", {}, "NHWC"};
     const tf::ConvAttrs tf3{{1, 1, 2, 1, 1}, {}, "VALID", {}, "NCDHW"};
+    // NCHW depthwise with unit strides and 90-position planes: the flat-plane kernels (f32, f64).
+    const tf::ConvAttrs tf2_planes{{1, 1, 1, 1}, {}, "SAME", {}, "NCHW"};
     onednn::ConvAttrs dnnl;
     dnnl.auto_pad = "same_lower", dnnl.groups = 2, dnnl.data_format = "NCX", dnnl.filter_format = "OIX";
     onnx::ConvTransposeAttrs ct;
@@ -103,6 +105,10 @@ TEST(DtypeContract, EveryOpInEveryDtype) {
          [&](DType t) { return tf::depthwise_conv2d_backprop_input(tf2, {2, 7, 6, 3}, {3, 2, 3, 2}, {2, 4, 6, 6}, t); }},
         {"DepthwiseConv2dNativeBackpropFilter", Direction::kBackwardWeights,
          [&](DType t) { return tf::depthwise_conv2d_backprop_filter(tf2, {2, 7, 6, 3}, {3, 2, 3, 2}, {2, 4, 6, 6}, t); }},
+        {"DepthwiseConv2dNativeBackpropInput NCHW", Direction::kBackwardData,
+         [&](DType t) { return tf::depthwise_conv2d_backprop_input(tf2_planes, {2, 3, 9, 10}, {3, 3, 3, 1}, {2, 3, 9, 10}, t); }},
+        {"DepthwiseConv2dNativeBackpropFilter NCHW", Direction::kBackwardWeights,
+         [&](DType t) { return tf::depthwise_conv2d_backprop_filter(tf2_planes, {2, 3, 9, 10}, {3, 3, 3, 1}, {2, 3, 9, 10}, t); }},
         {"Conv3DBackpropInputV2", Direction::kBackwardData,
          [&](DType t) { return tf::conv3d_backprop_input_v2(tf3, {1, 3, 5, 4, 4}, {2, 2, 2, 3, 2}, {1, 2, 2, 3, 3}, t); }},
         {"Conv3DBackpropFilterV2", Direction::kBackwardWeights,
