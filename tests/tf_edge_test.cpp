@@ -455,6 +455,41 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
     expect_kernels(nchw(2, 14, 14, 40, 3, "SAME", 2), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
 }
 
+// Pointwise convolutions (1x1, unit strides, no padding) run as 1-D ones over the flattened
+// positions (runtime/src/execute.cpp: flatten_pointwise): 14x14 NCHW planes are then one
+// 196-pixel row, which the row-vector kernel takes (14-pixel rows it does not). NHWC and
+// NCHW, grouped, gapped views (not flattened), and 1x1 with padding (not pointwise).
+TEST(TfEdge, PointwiseFlattened) {
+    const auto pointwise = [](int64_t h, int64_t w, int64_t c, int64_t co, int64_t groups) {
+        return conv({2, h, w, c}, {1, 1, c / groups, co}, "VALID", 1, 1);
+    };
+    expect_kernel(as_nchw(pointwise(14, 14, 8, 16, 1)), "bwd_data_f32_ncx_px");
+    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{14, 14}, {7, 7}, {5, 13}, {1, 40}}) {
+        for (int64_t groups : {1, 4}) {
+            expect_matches_reference(pointwise(h, w, 8, 12, groups));
+            expect_matches_reference(as_nchw(pointwise(h, w, 8, 12, groups)));
+        }
+    }
+    Rng rng(9);
+    for (bool nchw : {false, true}) {
+        const TfConv2D c0 = pointwise(6, 9, 8, 12, 1);
+        TfConv2D c = nchw ? as_nchw(c0) : c0;
+        ASSERT_TRUE(infer_out_backprop(c));
+        const auto x = random_values(num_elements(c.input), rng), w = random_values(num_elements(c.filter), rng);
+        const auto dy = random_values(num_elements(c.out_backprop), rng);
+        for (bool input_grad : {true, false}) {
+            const auto ref = input_grad ? backprop_input(c, w, dy) : backprop_filter(c, x, dy);
+            const TfRunResult r = run_tf(c, input_grad, input_grad ? w : x, dy, true);  // gapped
+            ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+            EXPECT_LE(relative_error(r.result, ref), 1e-5) << describe(c);
+        }
+    }
+    TfConv2D padded = as_nchw(pointwise(6, 9, 8, 12, 1));
+    padded.padding = "EXPLICIT";
+    padded.explicit_paddings = {0, 0, 0, 0, 1, 0, 0, 2};
+    expect_matches_reference(padded);
+}
+
 // Depthwise NCHW with unit strides and dx, dy of one width: the flat-plane kernels, each
 // plane one flat row (generators/flat_planes.h). Planes of one wide tile exactly (64) and
 // just over, rows narrower and wider than a vector, one row; group counts around the tasks'

@@ -135,9 +135,49 @@ constexpr ArgSpec kX{TensorRole::kInput, "x"};
 constexpr ArgSpec kDw{TensorRole::kFilter, "dw"};
 
 struct PreparedCall {
+    ConvProblem problem;  // as the kernels see it (flatten_pointwise)
     CallViews views;
     Placement where;
 };
+
+// Whether a view's spatial dims nest (y's stride is x's times x's extent, z's y's times
+// y's), so its positions are one run of one stride.
+bool spatial_dims_nest(const CanonicalView &v) {
+    int64_t next = v.stride[canonical::kX] * v.extent[canonical::kX];
+    for (int d : {canonical::kY, canonical::kZ}) {
+        if (v.extent[d] == 1) continue;
+        if (v.stride[d] != next) return false;
+        next = v.stride[d] * v.extent[d];
+    }
+    return true;
+}
+
+// A pointwise convolution (every kernel size 1, unit strides, no padding) maps each position
+// to itself, so over views whose spatial dims nest it is a 1-D convolution over the
+// flattened positions: the kernels tile one long row per image instead of rows of W, with
+// no partial tile at every row's end. Measured (alternated runs): rn50_1x1_56 NCHW data
+// 1.18x (56-pixel rows filled 3.5 of 4 vectors), filter 1.10x; rn50_1x1_7 NCHW 1.08x both;
+// rn50_1x1_56 NHWC filter 1.10x; NHWC data gradients unchanged.
+void flatten_pointwise(ConvProblem &p, CallViews &v, Direction d) {
+    for (int a = 0; a < p.spatial_rank; a++) {
+        if (p.kernel_size[a] != 1 || p.strides[a] != 1 || p.pads_begin[a] != 0 || p.pads_end[a] != 0) return;
+    }
+    CanonicalView *acts[2] = {&v.a, d == Direction::kBackwardData ? &v.result : &v.b};
+    for (const CanonicalView *act : acts) {
+        if (!spatial_dims_nest(*act)) return;
+    }
+    int64_t positions = 1;
+    for (int a = 0; a < p.spatial_rank; a++) positions *= p.input_size[a];
+    p.spatial_rank = 1;
+    p.input_size = p.output_size = {positions, 1, 1};
+    p.kernel_size = p.strides = p.dilations = {1, 1, 1};
+    p.pads_begin = p.pads_end = {0, 0, 0};
+    for (CanonicalView *act : acts) {
+        act->extent[canonical::kX] = positions;
+        act->extent[canonical::kY] = act->extent[canonical::kZ] = 1;
+        act->stride[canonical::kY] = act->stride[canonical::kZ] = 0;
+    }
+}
 
 Result<PreparedCall> prepare(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b,
                              const Tensor &result, const RunOptions &options) {
@@ -148,14 +188,16 @@ Result<PreparedCall> prepare(Direction d, const ConvProblem &p, const Tensor &a,
     if (!v.is_ok()) return v.status;
     auto where = place(options, v.value);
     if (!where.is_ok()) return where.status;
-    return PreparedCall{v.value, where.value};
+    PreparedCall c{p, v.value, where.value};
+    flatten_pointwise(c.problem, c.views, d);
+    return c;
 }
 
 Status prepare_and_run(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b, const Tensor &result,
                        const RunOptions &options) {
     auto c = prepare(d, p, a, b, result, options);
     if (!c.is_ok()) return c.status;
-    return run(d, p, c.value.views, c.value.where, options.backend);
+    return run(d, c.value.problem, c.value.views, c.value.where, options.backend);
 }
 
 }  // namespace
@@ -174,10 +216,10 @@ Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tenso
                                   const Tensor &result, const RunOptions &options) {
     auto c = prepare(d, p, a, b, result, options);
     if (!c.is_ok()) return c.status;
-    auto k = find_kernel(d, p, c.value.views, c.value.where);
+    auto k = find_kernel(d, c.value.problem, c.value.views, c.value.where);
     if (!k.is_ok()) return k.status;
     // With a JIT: a kernel already loaded is reported as such (selecting never compiles or loads).
-    auto kernel = resolve_kernel(*k.value, p, c.value.views, options.backend, JitLookup::kPeek);
+    auto kernel = resolve_kernel(*k.value, c.value.problem, c.value.views, options.backend, JitLookup::kPeek);
     return (kernel.is_ok() && kernel.value.jit ? "jit:" : "") + std::string(k.value->name);
 }
 
