@@ -2,14 +2,15 @@
 // layouts (NCHW: each (group, image) plane contiguous), whose dx and dy planes have the same
 // width. Such a plane is one flat row of H*W values: a tap is one constant offset in it,
 // (ky * dilation - pad) * W + (kx * dilation - pad), and vectors run over the whole plane,
-// row ends included. No zero border is staged: reads before or after the plane are zeros
-// (a boundary condition, applied where the schedules copy each plane into cache), and a tap
-// that crosses a row's end reads a neighbour row's pixel, which a per-column table selects
-// away (select, not multiply: an infinity there must not become a NaN).
+// row ends included. No row has a zero border of its own: reads before or after the plane
+// are zeros (a boundary condition, which the schedules apply when they copy each plane into
+// cache with the zeros above and below it), and a tap that crosses a row's end reads a
+// neighbour row's pixel, which a per-column table selects away (select, not multiply: an
+// infinity there must not become a NaN).
 //
 // The runtime passes each activation through its flat view (runtime/src/halide_bridge.cpp):
-// x's extent is H*W, y's extent 1 and y's stride kept, so the kernel reads the row width W
-// as y's stride. The registry sends only views whose rows are contiguous (y stride == W).
+// x's extent is H*W, y's extent 1 and y's stride the row width W, which is how the kernel
+// learns W. The registry sends only views whose rows are contiguous (y stride == W).
 #pragma once
 
 #include <functional>
