@@ -90,6 +90,16 @@ Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Ten
     return v;
 }
 
+bool spatial_dims_nest(const CanonicalView &v) {
+    int64_t next = v.stride[kX] * v.extent[kX];
+    for (int d : {kY, kZ}) {
+        if (v.extent[d] == 1) continue;
+        if (v.stride[d] != next) return false;
+        next = v.stride[d] * v.extent[d];
+    }
+    return true;
+}
+
 void fill_zero(const CanonicalView &v) {
     if (v.num_elements() == 0) return;
     const int size = dtype_size(v.dtype);

@@ -28,6 +28,11 @@ struct CanonicalView {
 Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Tensor &t, const char *arg,
                                 bool is_result);
 
+// Whether the view's spatial dims nest (y's stride is x's times x's extent, z's y's times
+// y's; dims of extent 1 aside), so its positions are one run of x's stride: what the flat
+// views of pointwise problems (execute.cpp) and of the flat-plane kernels need.
+bool spatial_dims_nest(const CanonicalView &v);
+
 // Writes zeros over every element of the view (results of empty reductions).
 void fill_zero(const CanonicalView &v);
 

@@ -140,18 +140,6 @@ struct PreparedCall {
     Placement where;
 };
 
-// Whether a view's spatial dims nest (y's stride is x's times x's extent, z's y's times
-// y's), so its positions are one run of one stride.
-bool spatial_dims_nest(const CanonicalView &v) {
-    int64_t next = v.stride[canonical::kX] * v.extent[canonical::kX];
-    for (int d : {canonical::kY, canonical::kZ}) {
-        if (v.extent[d] == 1) continue;
-        if (v.stride[d] != next) return false;
-        next = v.stride[d] * v.extent[d];
-    }
-    return true;
-}
-
 // A pointwise convolution (every kernel size 1, unit strides, no padding) maps each position
 // to itself, so over views whose spatial dims nest it is a 1-D convolution over the
 // flattened positions: the kernels tile one long row per image instead of rows of W, with

@@ -108,7 +108,7 @@ halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims, Devi
     // Rows that are not contiguous have no flat view: such a view (a kernel called directly,
     // bypassing the registry) stays canonical, and the kernel's assertion on y's extent fails
     // with an error status instead of reading the plane with the wrong row width.
-    if (shape == ViewShape::kFlatPlane && v.extent[canonical::kY] != 1 && v.stride[canonical::kY] != v.extent[canonical::kX]) {
+    if (shape == ViewShape::kFlatPlane && (v.stride[canonical::kX] != 1 || !spatial_dims_nest(v))) {
         shape = ViewShape::kCanonical;
     }
     int n = 0;

@@ -104,9 +104,9 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         }
         if (act0.extent[kX] != act1.extent[kX]) return false;
         if (act1.extent[kX] * act1.extent[canonical::kY] < kFlatPlaneMin) return false;
+        // (x is contiguous: unit_stride_dim, below.)
         for (const CanonicalView *v : {&act0, &act1}) {
-            const bool rows_contiguous = v->extent[canonical::kY] == 1 || v->stride[canonical::kY] == v->extent[kX];
-            if (!rows_contiguous || v->extent[canonical::kZ] != 1) return false;
+            if (!spatial_dims_nest(*v) || v->extent[canonical::kZ] != 1) return false;
         }
     }
     // Small-group kernels stage dy with kSmallGroupChannels slots per pixel (act0 is dy).
