@@ -9,6 +9,7 @@
 #include "HalideRuntimeCuda.h"
 #include "HalideRuntimeOpenCL.h"
 #endif
+#include "kernel_memory.h"
 
 namespace convgrad {
 namespace {
@@ -68,6 +69,8 @@ void install_handlers_once() {
     std::call_once(once, [] {
         halide_set_error_handler(convgrad_halide_error);
         halide_set_custom_can_use_target_features(convgrad_can_use_target_features);
+        halide_set_custom_malloc(kernel_malloc);
+        halide_set_custom_free(kernel_free);
     });
 }
 

@@ -1,0 +1,18 @@
+// The CPU kernels' scratch memory (halide_malloc / halide_free, installed with the error
+// handler in halide_bridge.cpp).
+#pragma once
+
+#include <cstddef>
+
+namespace convgrad {
+
+// Kernels allocate their staged blocks per task: a few KB each, once per task (960 pairs a
+// call for NCHW mb_dw960_7's data gradient). glibc serves blocks of that size from its
+// bins, not its per-thread cache (which stops at 1 KB), and the pairs took a fifth of such
+// a call. These keep each thread's freed blocks of up to kCachedBlockMax bytes, by
+// power-of-two size class, and hand them out again; larger ones go to the system.
+constexpr std::size_t kCachedBlockMax = std::size_t(1) << 18;
+void *kernel_malloc(void *user_context, std::size_t bytes);
+void kernel_free(void *user_context, void *ptr);
+
+}  // namespace convgrad

@@ -1,0 +1,70 @@
+// The kernels' scratch allocator (runtime/src/kernel_memory.h): aligned, live blocks apart,
+// freed blocks served again, and frees from another thread.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "kernel_memory.h"
+
+namespace convgrad {
+namespace {
+
+constexpr std::uintptr_t kHalideAlignment = 64;  // AVX-512 vectors
+
+TEST(KernelMemory, AlignedAndWritableAtEverySize) {
+    for (std::size_t bytes : {std::size_t(1), std::size_t(63), std::size_t(64), std::size_t(1000), std::size_t(5184),
+                              kCachedBlockMax - 1, kCachedBlockMax, kCachedBlockMax + 1, std::size_t(3) << 20}) {
+        auto *p = static_cast<unsigned char *>(kernel_malloc(nullptr, bytes));
+        ASSERT_NE(p, nullptr) << bytes;
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % kHalideAlignment, 0u) << bytes;
+        std::memset(p, 0xA5, bytes);
+        EXPECT_EQ(p[bytes - 1], 0xA5);
+        kernel_free(nullptr, p);
+    }
+    kernel_free(nullptr, nullptr);  // as free(): nothing
+}
+
+TEST(KernelMemory, LiveBlocksDoNotOverlap) {
+    // More live blocks of one size class than a thread keeps, then again from the cache.
+    for (int round = 0; round < 2; round++) {
+        std::vector<int *> blocks;
+        for (int b = 0; b < 12; b++) {
+            blocks.push_back(static_cast<int *>(kernel_malloc(nullptr, 3000 * sizeof(int))));
+            for (int i = 0; i < 3000; i++) blocks.back()[i] = b * 3000 + i;
+        }
+        for (int b = 0; b < 12; b++) {
+            for (int i = 0; i < 3000; i += 97) ASSERT_EQ(blocks[b][i], b * 3000 + i) << "block " << b;
+        }
+        EXPECT_EQ(std::set<int *>(blocks.begin(), blocks.end()).size(), blocks.size());
+        for (int *p : blocks) kernel_free(nullptr, p);
+    }
+}
+
+TEST(KernelMemory, FreedBlockIsServedAgain) {
+    void *a = kernel_malloc(nullptr, 5184);
+    kernel_free(nullptr, a);
+    void *b = kernel_malloc(nullptr, 5000);  // the same size class
+    EXPECT_EQ(a, b);
+    kernel_free(nullptr, b);
+}
+
+TEST(KernelMemory, BlockFreedOnAnotherThread) {
+    void *a = nullptr;
+    std::thread([&] { a = kernel_malloc(nullptr, 100000); }).join();  // a size class no other test fills
+    ASSERT_NE(a, nullptr);
+    std::memset(a, 1, 100000);
+    kernel_free(nullptr, a);  // into this thread's cache
+    void *b = kernel_malloc(nullptr, 100000);
+    EXPECT_EQ(a, b);
+    kernel_free(nullptr, b);
+    // And the other way: a block of this thread freed on a thread that then exits.
+    void *c = kernel_malloc(nullptr, 700);
+    std::thread([c] { kernel_free(nullptr, c); }).join();
+}
+
+}  // namespace
+}  // namespace convgrad
