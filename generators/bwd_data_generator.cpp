@@ -180,6 +180,7 @@ private:
         fixed.apply(dx, "dx");
 
         s.plane = dx.dim(kX).extent();
+        s.g_extent = w.dim(kFg).extent();
         s.kx_extent = w.dim(kKx).extent();
         s.ky_extent = w.dim(kKy).extent();
         s.unit_dilation = unit_dilation();

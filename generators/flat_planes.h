@@ -31,6 +31,7 @@ struct FlatPlaneDataStages {
     Var c{"c"}, i{"i"}, y{"y"}, z{"z"}, g{"g"}, n{"n"}, kx{"kx"}, ky{"ky"};
     RDom rkx, rky;
     Expr plane;     // dx's flat plane (H * W)
+    Expr g_extent;  // groups (planes per image)
     Expr kx_extent, ky_extent;
     Expr unit_dilation;  // true when both dilations are 1: the taps' offsets differ by constants
     ScheduleParams tuned;

@@ -438,10 +438,13 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
     }
     expect_kernels(nchw(2, 19, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
     // Rows narrower than a vector keep the channel-vector kernels (with unit strides, planes
-    // under kFlatPlaneMin positions), which run per block of one vector of groups (planes
-    // staged and dx written in cache): fewer groups than a block, a partial last block, whole
-    // blocks; stride 2, 5x5, dilated, batch 1.
-    expect_kernels(nchw(2, 7, 7, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+    // under kFlatPlaneMin positions, or under kFlatPlaneMinSmallFilter for a 3x3 data
+    // gradient), which run per block of one vector of groups (planes staged and dx written in
+    // cache): fewer groups than a block, a partial last block, whole blocks; stride 2, 5x5,
+    // dilated, batch 1.
+    expect_kernels(nchw(2, 7, 7, 24, 5, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(2, 7, 7, 24, 3, "SAME", 1), "bwd_data_f32_ncg_fp", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(2, 3, 5, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     expect_kernels(nchw(2, 7, 14, 24, 3, "VALID", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     expect_matches_reference(nchw(2, 7, 14, 24, 3, "SAME", 1));
     for (int64_t groups : {5, 16, 40}) {
@@ -502,7 +505,12 @@ TEST(TfEdge, DepthwiseFlatPlanes) {
     };
     expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
     expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_weights_f32_ncg_fp");
-    expect_kernel(nchw(2, 7, 9, 5, 3, "SAME"), "bwd_data_f32_ncg");  // 63 positions: channel vectors
+    // Under 64 positions: the filter gradient on channel vectors, and the data gradient too
+    // with more than 3x3 taps.
+    expect_kernel(nchw(2, 7, 9, 5, 3, "SAME"), "bwd_weights_f32_ncg");
+    expect_kernel(nchw(2, 7, 9, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
+    expect_kernel(nchw(2, 7, 9, 5, 5, "SAME"), "bwd_data_f32_ncg");
+    expect_kernel(nchw(2, 4, 4, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
     expect_kernel(nchw(1, 91, 91, 2, 3, "SAME"), "bwd_data_f32_ncg_fp");
     expect_kernel(nchw(1, 91, 91, 2, 3, "SAME"), "bwd_weights_f32_ncg_fp");
     for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {5, 13}, {4, 16}, {9, 11}, {1, 70}, {3, 40}, {28, 28}}) {
@@ -515,6 +523,14 @@ TEST(TfEdge, DepthwiseFlatPlanes) {
         row.filter = {1, 3, 1, 4};
         expect_matches_reference(row);
         expect_matches_reference(nchw(3, h, w, 2, 2, "SAME"));
+    }
+    // Small planes, the data gradient's tasks of up to 32 planes (G / 4 of them, the last
+    // block partial): 7 groups (1 a task), 70 (17), 200 (32).
+    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{7, 7}, {4, 4}, {3, 6}, {8, 8}}) {
+        for (int64_t groups : {7, 70, 200}) expect_matches_reference(nchw(groups == 200 ? 1 : 2, h, w, groups, 3, "SAME"));
+        TfConv2D dilated = nchw(2, h, w, 3, 3, "SAME");
+        dilated.dilations = {1, 1, 2, 2};
+        expect_matches_reference(dilated);
     }
     TfConv2D shorter = nchw(2, 12, 20, 6, 3, "EXPLICIT");
     shorter.explicit_paddings = {0, 0, 0, 0, 0, 0, 1, 1};  // NCHW: dy 10 rows of 20

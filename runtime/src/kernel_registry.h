@@ -38,9 +38,15 @@ constexpr int kPixelVectorChannels = 4;
 constexpr int kPixelVectorMinRow = 16;
 // The smallest planes the flat-plane variants (ncg_fp) take: 4 AVX-512 vectors of float32.
 // 7x7 planes (49 positions, mb_dw960_7) ran faster on the channel-vector ncg kernels
-// (data gradient 0.27 against 0.29 ms, filter gradient 0.25 against 0.35 ms); 14x14 ones
-// (196) faster flat (0.36 against 0.46 ms, 0.36 against 0.39 ms).
+// (filter gradient 0.24 against 0.28 ms); 14x14 ones (196) faster flat (0.36 against 0.46 ms,
+// 0.36 against 0.39 ms). The data gradient with at most kFlatSmallPlaneTaps taps (3x3)
+// takes planes from one vector on (kFlatPlaneMinSmallFilter), since its tasks stage 32
+// planes before computing any (schedules/cpu_flat_planes.cpp): 4x4 to 7x7 planes ran
+// 1.1-1.7x faster flat (mb_dw960_7 0.26 -> 0.20 ms, batch 1 too); with a 5x5 filter, 7x7
+// planes ran 0.55-0.88x.
 constexpr int kFlatPlaneMin = 64;
+constexpr int kFlatPlaneMinSmallFilter = 16;
+constexpr int kFlatSmallPlaneTaps = 9;
 // The small-group variant (nxc_sg) stages dy with this many slots per pixel (generators/bwd_data.h)
 // and takes fewer dy channels per group: with 16 over 16 dx channels it measured 0.87-0.98x nxc.
 constexpr int kSmallGroupChannels = 16;

@@ -96,14 +96,19 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     }
     // Flat-plane kernels read each plane as one row (generators/flat_planes.h): 2-D, unit
     // strides, both planes of one width, rows contiguous (the flat view's requirement), and
-    // planes of at least kFlatPlaneMin positions (act1: dx, or dy for the filter gradient).
+    // planes of at least kFlatPlaneMin positions (act1: dx, or dy for the filter gradient;
+    // kFlatPlaneMinSmallFilter for data gradients of up to kFlatSmallPlaneTaps taps).
     if (needs.flat_planes) {
         if (p.spatial_rank > 2) return false;
         for (int a = 0; a < p.spatial_rank; a++) {
             if (p.strides[a] != 1) return false;
         }
         if (act0.extent[kX] != act1.extent[kX]) return false;
-        if (act1.extent[kX] * act1.extent[canonical::kY] < kFlatPlaneMin) return false;
+        int64_t taps = 1;
+        for (int a = 0; a < p.spatial_rank; a++) taps *= p.kernel_size[a];
+        const bool small_planes_ok = d == Direction::kBackwardData && taps <= kFlatSmallPlaneTaps;
+        const int min_plane = small_planes_ok ? kFlatPlaneMinSmallFilter : kFlatPlaneMin;
+        if (act1.extent[kX] * act1.extent[canonical::kY] < min_plane) return false;
         // (x is contiguous: unit_stride_dim, below.)
         for (const CanonicalView *v : {&act0, &act1}) {
             if (!spatial_dims_nest(*v) || v->extent[canonical::kZ] != 1) return false;
