@@ -68,8 +68,10 @@ void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target) 
         for (Func f : {s.x_in, s.dy_in}) stage_rows_over_zeros(f, LoopLevel(part, n), vec);
     }
 
-    // The lanes summed per (group, tap): small next to the reduction.
+    // The lanes summed per (group, tap), in parallel over blocks of groups: small next to the
+    // reduction, but done serially it was 5-10 % of the call on 7x7-28x28 planes.
     s.acc.compute_root();
+    s.acc.update().parallel(s.g, 32);
 }
 
 }  // namespace convgrad::gen
