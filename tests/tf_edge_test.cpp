@@ -341,6 +341,21 @@ TEST(TfEdge, DepthwiseRowBlocks) {
     expect_matches_reference(dilated);
 }
 
+// Depthwise filter gradients with at least 512 groups add their chunks' sums per block of
+// 128 groups in parallel (cpu_bwd_weights.cpp): 520 groups leave a last block of 8; NHWC
+// and NCHW (channel vectors on small planes), stride 1 and 2; 511 groups, one block.
+TEST(TfEdge, DepthwiseManyGroupsFilter) {
+    for (int64_t groups : {520, 511}) {
+        for (int64_t stride : {1, 2}) {
+            const TfConv2D c = conv({2, 7, 6, groups}, {3, 3, 1, groups}, "SAME", stride, stride);
+            expect_matches_reference(c);
+            expect_matches_reference(as_nchw(c));
+        }
+    }
+    expect_kernel(conv({2, 7, 6, 520}, {3, 3, 1, 520}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+    expect_kernel(as_nchw(conv({2, 7, 6, 520}, {3, 3, 1, 520}, "SAME", 1, 1)), "bwd_weights_f32_ncg");
+}
+
 // NCHW data gradients with more than 4 channels per group and rows that whole vectors cover
 // well take the row tiles too (ncx_px, ncx_s2_px): every (channels, vectors) tile branch
 // (6/4/3/2/1 channels x 4 vectors, 8 x 2, 8 x 1; with stride 2 both phases, so fewer
