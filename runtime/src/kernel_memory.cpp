@@ -34,9 +34,13 @@ Header *header_of(void *ptr) { return static_cast<Header *>(ptr) - 1; }
 struct ThreadCache {
     void *blocks[kMaxClass + 1][kBlocksPerClass] = {};
     int count[kMaxClass + 1] = {};
+    // Emptied, not just freed: a kernel_free on this thread after its destruction (a runtime
+    // teardown at exit) then only parks a block, and no later kernel_malloc hands out one
+    // already returned to the system.
     ~ThreadCache() {
         for (int c = kMinClass; c <= kMaxClass; c++) {
             for (int i = 0; i < count[c]; i++) std::free(header_of(blocks[c][i])->system);
+            count[c] = 0;
         }
     }
 };
