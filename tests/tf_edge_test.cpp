@@ -476,13 +476,15 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
 // Pointwise convolutions (1x1, unit strides, no padding) run as 1-D ones over the flattened
 // positions (runtime/src/execute.cpp: flatten_pointwise): 14x14 NCHW planes are then one
 // 196-pixel row, which the row-vector kernel takes (14-pixel rows it does not). NHWC and
-// NCHW, grouped, gapped views (not flattened), and 1x1 with padding (not pointwise).
+// NCHW, grouped, gapped views (not flattened), and 1x1 with padding (not pointwise). The
+// filter gradient takes planes over 512 positions as rows of the longest divisor up to 512
+// (24x32: 2 rows of 384), or one row where no divisor of at least 64 exists (23x29).
 TEST(TfEdge, PointwiseFlattened) {
     const auto pointwise = [](int64_t h, int64_t w, int64_t c, int64_t co, int64_t groups) {
         return conv({2, h, w, c}, {1, 1, c / groups, co}, "VALID", 1, 1);
     };
     expect_kernel(as_nchw(pointwise(14, 14, 8, 16, 1)), "bwd_data_f32_ncx_px");
-    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{14, 14}, {7, 7}, {5, 13}, {1, 40}}) {
+    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{14, 14}, {7, 7}, {5, 13}, {1, 40}, {24, 32}, {23, 29}}) {
         for (int64_t groups : {1, 4}) {
             expect_matches_reference(pointwise(h, w, 8, 12, groups));
             expect_matches_reference(as_nchw(pointwise(h, w, 8, 12, groups)));
