@@ -277,6 +277,21 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
     expect_matches_reference(c);
 }
 
+// Filter gradients with few input channels (cpu_bwd_weights.cpp: 3 channels by 4 vectors
+// of co where ci is a multiple of 3 and co spans 4 vectors, else by 2): RGB stems with 7x7
+// and 3x3 filters, co a whole number of 4-vector tiles and not (70), 6 channels (two full
+// tiles), 4 and 5 (a partial one: the 2-vector tile), NHWC and NCHW.
+TEST(TfEdge, FewInputChannelFilterTiles) {
+    const std::vector<TfConv2D> cases = {
+        conv({2, 45, 38, 3}, {7, 7, 3, 64}, "SAME", 2, 2), conv({1, 33, 30, 3}, {3, 3, 3, 70}, "SAME", 1, 1),
+        conv({2, 20, 19, 6}, {3, 3, 6, 64}, "VALID", 1, 1), conv({1, 21, 18, 4}, {5, 5, 4, 64}, "SAME", 1, 1),
+        conv({1, 16, 17, 5}, {3, 3, 5, 40}, "SAME", 2, 2)};
+    for (const TfConv2D &c : cases) {
+        expect_matches_reference(c);
+        expect_matches_reference(as_nchw(c));
+    }
+}
+
 // The pixel-vector data-gradient kernels (_px: at most 4 channels per group): each
 // tiled branch (1-4 channels) with rows that are not a whole number of tiles, stride 1
 // (with and without dilation, VALID and SAME) and stride 2 (the x-phase view; the 7x7 stem
