@@ -3,22 +3,38 @@
 # specialisation branches Halide drops the update stage of the accumulator (zero results).
 # Lowers every generator for every x86 target, dtype and layout and reports any branch that
 # allocates `acc` but never updates it. The functional tests (native and under qemu) catch
-# such branches only when their shapes reach them; this checks every branch (a ctest, ~4 min).
+# such branches only when their shapes reach them; this checks every branch (a ctest).
 # Variants are lowered with the tuned parameters the AOT build gives them.
+# The lowerings are independent, so they run as parallel jobs, one per core (JOBS to change):
+# each takes one core and a few hundred MB (in series the whole set took ~14 min here).
 # usage: check-schedules.sh [GENERATOR]   (default: build/generators/convgrad_generators)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gen=${1:-build/generators/convgrad_generators}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-status=0
 # The tuned parameters the AOT build uses (schedules/tuned/, written by `convgrad tune`).
 db=schedules/tuned/x86-64.json
 tuned() {  # tuned <variant>: its "schedule" in the database, or nothing
   [ -f "$db" ] && awk -v v="\"$1\": {" 'index($0, v) {f = 1}
     f && /"schedule"/ {sub(/.*"schedule": "/, ""); sub(/".*/, ""); print; exit}' "$db"
 }
+# check_one DIR_NAME GENERATOR_ARGS...: lowers one variant to a statement file in its own
+# folder and prints a line for each branch that allocates `acc` but never updates it.
+check_one() {
+  local dir=$1; shift
+  mkdir -p "$dir"
+  "$gen" -o "$dir" -e stmt -n k "$@" || { echo "GENERATOR FAILED: $*"; return 1; }
+  # The update shows as its loops (acc.s1...), or, fully unrolled, as acc[...] = acc[...] + ...
+  awk -v what="$*" '/^external func/{name=$3} /allocate acc\[/{alloc[name]=1} /acc.s1|acc\[[^]]*\] = acc\[/{c[name]++}
+       END{for (n in alloc) if (c[n]+0 == 0) print "NO UPDATE in " what ": " n}' "$dir/k.stmt" || return 1
+  rm -f "$dir/k.stmt"
+}
+export -f check_one
+export gen
 declare -A short=([float32]=f32 [float64]=f64 [float16]=f16 [bfloat16]=bf16 [int32]=i32)
+jobs_file=$out/jobs
+n=0
 for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-linux-avx-avx2-f16c-fma-sse41 \
               x86-64-linux-sse41 x86-64-linux arm-64-linux; do
   for dtype in float32 float64 float16 bfloat16 int32; do
@@ -31,18 +47,18 @@ for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-
       esac
       for dir in $dirs; do
         schedule=$(tuned "bwd_${dir}_${short[$dtype]}_$variant")
-        extra=${schedule:+schedule=$schedule}
-        "$gen" -g convgrad_bwd_$dir -o "$out" -e stmt -n k target=$target-user_context-no_runtime dtype=$dtype $params $extra
-        # The update shows as its loops (acc.s1...), or, fully unrolled, as acc[...] = acc[...] + ...
-        bad=$(awk '/^external func/{name=$3} /allocate acc\[/{alloc[name]=1} /acc.s1|acc\[[^]]*\] = acc\[/{c[name]++}
-                   END{for (n in alloc) if (c[n]+0 == 0) print n}' "$out/k.stmt")
-        if [ -n "$bad" ]; then
-          echo "NO UPDATE in $dir $dtype $variant $target: $bad"
-          status=1
-        fi
+        n=$((n + 1))
+        # One line per job; check_one gets it split into words (no argument has a space).
+        echo "$out/$n -g convgrad_bwd_$dir target=$target-user_context-no_runtime dtype=$dtype $params ${schedule:+schedule=$schedule}"
       done
     done
   done
-done
-[ $status -eq 0 ] && echo "check-schedules: every accumulator branch has its update stage"
-exit $status
+done > "$jobs_file"
+# xargs exits non-zero if any job failed (a generator error: its line is in the report).
+status=0
+report=$(xargs -d '\n' -n 1 -P "${JOBS:-$(nproc)}" bash -c 'check_one $1' _ < "$jobs_file") || status=1
+if [ -n "$report" ] || [ $status -ne 0 ]; then
+  echo "$report"
+  exit 1
+fi
+echo "check-schedules: every accumulator branch of $n lowerings has its update stage"
