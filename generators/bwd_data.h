@@ -12,6 +12,10 @@ struct BwdDataStages {
     Func dx_local;   // dx's values (schedules may stage them in another order; else inlined)
     Func acc;        // accumulator (float32 for 16-bit floats)
     Func w_local;    // the filter, as the kernel reads it (schedules may pack it)
+    // The channel-slab variant (_cs): the tiles read w_pack (c % slab, co, kx, ky, kz,
+    // c / slab, g), the filter in slabs of `slab` dx channels, the tile's width; 0 otherwise.
+    int slab = 0;
+    Func w_pack;
     Func dy_in;      // dy (zero-padded) in the accumulator type (schedules may stage it)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     Var c{"c"}, x{"x"}, y{"y"}, z{"z"}, g{"g"}, n{"n"};
@@ -46,6 +50,9 @@ constexpr int kPixelVectorChannels = 4;
 // The small-group variant (nxc_sg) stages dy with this many slots per pixel; the registry
 // sends it fewer dy channels per group (kernel_registry.h).
 constexpr int kSmallGroupChannels = 16;
+// The channel-slab variants (_cs) take dx channels per group in multiples of this: every
+// target's tile width divides it (2 vectors: 32 f32 lanes with AVX-512, 16 with AVX2, 8 NEON).
+constexpr int kChannelSlab = 32;
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout);
 void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout layout);  // _px variants

@@ -28,6 +28,10 @@ public:
     // true: the flat-plane variant (ncg_fp: depthwise NCHW, unit strides, dx and dy of one
     // width; generators/flat_planes.h), on the runtime's flat views of dy and dx.
     GeneratorParam<bool> flat_planes{"flat_planes", false};
+    // true: the channel-slab variant (nxc_cs, ncx_cs: dx channels per group a multiple of
+    // kChannelSlab; the registry routes no others to it): the filter is packed in slabs of
+    // the tile's width, so each tile's reduction streams one contiguous block of it.
+    GeneratorParam<bool> channel_slabs{"channel_slabs", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -96,7 +100,32 @@ public:
                                                : std::vector<Var>{s.c, s.x, s.y, s.z, s.g, s.n};
         s.acc = Func("acc");
         s.acc(pure) = Halide::cast(at, 0);
-        s.acc(pure) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) * s.w_local(s.c, co, k[0], k[1], k[2], s.g);
+        // The channel-slab variant reads the filter packed in slabs of `slab` dx channels (the
+        // tile's width: the tiles start on a slab), each slab's output channels and taps
+        // contiguous. Packed with every dx channel innermost, a tile's steps along co are
+        // C_in apart: rn50_1x1_7's 4 MB filter, re-read for every row of dx, took a new pair
+        // of lines 8 KB apart per output channel.
+        Expr w_read = s.w_local(s.c, co, k[0], k[1], k[2], s.g);
+        if (channel_slabs) {
+            const Layout l = variant_layout();
+            if ((l != Layout::NXC && l != Layout::NCX) || s.phased || pixel_vectors || small_groups ||
+                get_target().has_gpu_feature()) {
+                throw std::invalid_argument("convgrad: channel_slabs is a CPU variant of layout=nxc or ncx alone");
+            }
+            s.slab = schedule_params().get("vectors", 2) * get_target().natural_vector_size(at);
+            if (kChannelSlab % s.slab != 0) {
+                throw std::invalid_argument("convgrad: channel_slabs: a tile of " + std::to_string(s.slab) +
+                                            " channels does not divide kChannelSlab");
+            }
+            Var ci_i, co_, kx_, ky_, kz_, ci_o, g_;
+            s.w_pack = Func("w_pack");
+            // (Clamped: the last slab of a group reads past its channels only where the
+            // predicate is broken; the kernel's tiles never use those lanes.)
+            s.w_pack(ci_i, co_, kx_, ky_, kz_, ci_o, g_) =
+                s.w_local(Halide::min(ci_o * s.slab + ci_i, w.dim(kCi).extent() - 1), co_, kx_, ky_, kz_, g_);
+            w_read = s.w_pack(s.c % s.slab, co, k[0], k[1], k[2], s.c / s.slab, s.g);
+        }
+        s.acc(pure) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) * w_read;
 
         s.dx_local = Func("dx_local");
         s.dx_local(pure) = narrow(s.acc(pure));

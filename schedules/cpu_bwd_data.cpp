@@ -151,7 +151,12 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     const bool tiles = layout != Layout::Any;
     std::vector<Branch> branches;
     if (tiles && rows7) branches.push_back({v_extent >= wide && s.x_extent % 7 == 0, wide, vec, 7});
-    if (tiles) {
+    if (s.slab > 0) {
+        // Channel slabs: every tile is one slab wide (the registry sends whole slabs only;
+        // the scalar nest below is then never taken, but stays correct).
+        branches.push_back({v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels});
+        branches.push_back({v_extent >= wide, wide, vec, 1});
+    } else if (tiles) {
         branches.push_back({v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels});
         if (wide > vec) branches.push_back({v_extent >= vec && s.x_extent >= pixels, vec, vec, pixels});
         // Half vectors are for small groups of channels; depthwise layers with 8-15 groups
@@ -185,6 +190,11 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     }
     // Accumulators live per tile: tile x pixels values, all in registers.
     s.acc.compute_at(out, v_o);
+    // Channel slabs: Halide is told that a tile starts on a slab and spans one, so its reads
+    // of w_pack (c % slab, c / slab) are dense vectors, not gathers, and the tile keeps a
+    // constant size (registers). (The dx split shifts its last tile inwards, which a
+    // whole number of slabs never does.)
+    if (s.slab > 0) s.acc.align_bounds(s.c, s.slab).bound_extent(s.c, s.slab);
     if (groups_vectorised) {  // vectors contiguous
         if (s.phased) {
             s.acc.reorder_storage(s.g, s.c, s.x, s.p, s.y, s.z, s.n);
@@ -252,6 +262,17 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         return;
     }
     Var wv_o("wv_o"), wv_i("wv_i"), wco_o("wco_o"), wco_i("wco_i"), task("task");
+    if (s.slab > 0) {  // packed as w_pack, in slabs, in parallel over (slab, group)
+        s.w_local.compute_inline();
+        const std::vector<Var> p = s.w_pack.args();  // (ci_i, co, kx, ky, kz, ci_o, g)
+        s.w_pack.compute_root()
+            .split(p[0], wv_o, wv_i, vec, TailStrategy::GuardWithIf)
+            .split(p[1], wco_o, wco_i, vec, TailStrategy::GuardWithIf)
+            .reorder(wv_i, wco_i, wv_o, wco_o, p[2], p[3], p[4], p[5], p[6])
+            .fuse(p[5], p[6], task)
+            .vectorize(wv_i).unroll(wco_i).parallel(task);
+        return;
+    }
     s.w_local.split(w_args[0], wv_o, wv_i, vec, TailStrategy::GuardWithIf)
         .split(w_args[1], wco_o, wco_i, vec, TailStrategy::GuardWithIf)
         .reorder(wv_i, wco_i, wv_o, w_args[2], w_args[3], w_args[4], wco_o, w_args[5])

@@ -61,6 +61,21 @@ TEST(HalideErrors, SmallGroupKernelRefusesWiderGroups) {
     EXPECT_NE(s.message().find("bwd_data_f32_nxc_sg"), std::string::npos) << s.message();
 }
 
+// The channel-slab kernel's tiles are whole slabs of kChannelSlab dx channels: given 48
+// (which the registry routes to nxc), it fails with a status instead of reading a tile
+// that straddles two slabs.
+TEST(HalideErrors, ChannelSlabKernelRefusesPartialSlabs) {
+    ConvProblem p;
+    p.in_channels = kChannelSlab + kChannelSlab / 2;
+    p.out_channels = 8;
+    p.input_size = p.output_size = {7, 7, 1};
+    p.kernel_size = {3, 3, 1};
+    p.pads_begin = p.pads_end = {1, 1, 0};
+    const Status s = run_directly(p, true, "bwd_data_f32_nxc_cs");
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_NE(s.message().find("bwd_data_f32_nxc_cs"), std::string::npos) << s.message();
+}
+
 // The flat-plane kernel reads each plane as one row: given rows with gaps between them
 // (which the registry routes elsewhere), it fails with a status instead of reading the
 // plane with the wrong row width.

@@ -488,6 +488,32 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
     expect_kernels(nchw(2, 14, 14, 40, 3, "SAME", 2), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
 }
 
+// Data gradients with whole slabs of 32 dx channels per group take the channel-slab
+// kernels (nxc_cs, ncx_cs: the filter packed in slabs of the tile's width): 7-pixel rows,
+// rows of 6+ pixels with a short last tile, rows narrower than a tile (one pixel a tile),
+// 3 slabs, 2 groups of one slab, stride 2 along an odd width (no x phases), dilation, and
+// NCHW rows too narrow for the row tiles; 48 channels (not whole slabs) keep nxc.
+TEST(TfEdge, ChannelSlabFilters) {
+    const std::vector<TfConv2D> cases = {conv({2, 7, 7, 64}, {3, 3, 64, 40}, "SAME", 1, 1),
+                                         conv({1, 5, 13, 32}, {3, 3, 32, 24}, "SAME", 1, 1),
+                                         conv({2, 3, 5, 96}, {1, 1, 96, 70}, "VALID", 1, 1),  // NCHW: a flat row of 15
+                                         conv({1, 6, 9, 64}, {3, 3, 32, 48}, "SAME", 1, 1),  // 2 groups
+                                         conv({1, 9, 11, 32}, {3, 3, 32, 16}, "SAME", 2, 2)};
+    for (const TfConv2D &c : cases) {
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_data_f32_nxc_cs");
+        expect_matches_reference(as_nchw(c));
+        expect_kernel(as_nchw(c), "bwd_data_f32_ncx_cs");
+    }
+    TfConv2D dilated = conv({1, 9, 10, 32}, {3, 3, 32, 20}, "SAME", 1, 1);
+    dilated.dilations = {1, 2, 3, 1};
+    expect_matches_reference(dilated);
+    expect_kernel(dilated, "bwd_data_f32_nxc_cs");
+    const TfConv2D partial = conv({1, 7, 7, 48}, {3, 3, 48, 40}, "SAME", 1, 1);
+    expect_matches_reference(partial);
+    expect_kernel(partial, "bwd_data_f32_nxc");
+}
+
 // Pointwise convolutions (1x1, unit strides, no padding) run as 1-D ones over the flattened
 // positions (runtime/src/execute.cpp: flatten_pointwise): 14x14 NCHW planes are then one
 // 196-pixel row, which the row-vector kernel takes (14-pixel rows it does not). NHWC and

@@ -29,6 +29,7 @@ struct LayoutRequirement {
     bool flat_planes = false;    // ncg_fp: 2-D, unit strides, both activations' planes of one
                                  // width with contiguous rows; passed through their flat views
                                  // (generators/flat_planes.h)
+    bool channel_slabs = false;  // nxc_cs, ncx_cs: dx channels per group a multiple of kChannelSlab
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -50,6 +51,9 @@ constexpr int kFlatSmallPlaneTaps = 9;
 // The small-group variant (nxc_sg) stages dy with this many slots per pixel (generators/bwd_data.h)
 // and takes fewer dy channels per group: with 16 over 16 dx channels it measured 0.87-0.98x nxc.
 constexpr int kSmallGroupChannels = 16;
+// The channel-slab variants (nxc_cs, ncx_cs) take dx channels per group in multiples of this
+// (generators/bwd_data.h: every target's tile width divides it).
+constexpr int kChannelSlab = 32;
 
 // Where a call runs: the device, and for CUDA the device's compute capability.
 struct Placement {

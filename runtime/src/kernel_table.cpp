@@ -2,8 +2,9 @@
 // per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
 // contiguous, ncg_fp, ncg_px and ncg with rows contiguous), the channel-contiguous ones (nxc_px for
-// few channels, nxc_sg for small groups, nxc), the row-contiguous ones (ncx_px for few
-// channels, ncx), then the stride-agnostic (any) one; then the GPU kernels.
+// few channels, nxc_sg for small groups, nxc_cs for whole slabs of channels, nxc), the
+// row-contiguous ones (ncx_px for few channels, ncx_cs, ncx), then the stride-agnostic (any)
+// one; then the GPU kernels.
 // The first entry that accepts a problem runs.
 #include "kernel_registry.h"
 
@@ -31,6 +32,8 @@ constexpr LayoutRequirement layout_nxc_s2 = {kC, false, true};
 constexpr LayoutRequirement layout_nxc_s2_px = {kC, false, true, true};
 constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
 constexpr LayoutRequirement layout_nxc_sg = {kC, false, false, false, true};
+constexpr LayoutRequirement layout_nxc_cs = {kC, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
 constexpr LayoutRequirement layout_ncg_px = {kX, true, false, true};
@@ -116,6 +119,8 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     }
     // Small-group kernels stage dy with kSmallGroupChannels slots per pixel (act0 is dy).
     if (needs.small_groups && act0.extent[kC] >= kSmallGroupChannels) return false;
+    // Channel-slab kernels' tiles are whole slabs of dx channels (act1 is dx).
+    if (needs.channel_slabs && act1.extent[kC] % kChannelSlab != 0) return false;
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
 }
