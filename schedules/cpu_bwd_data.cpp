@@ -255,29 +255,33 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // launch of its own, 9 for a 3x3 filter and 288 for rx_g32_28's. A depthwise filter (taps x
     // groups, a few KB) is packed serially: its launches had cost mb_dw960_7 a fifth of its call.
     const std::vector<Var> w_args = s.w_local.args();  // (ci, co, kx, ky, kz, g)
-    s.w_local.compute_root();
     if (groups_vectorised) {
-        s.w_local.reorder_storage(w_args[5], w_args[0], w_args[1], w_args[2], w_args[3], w_args[4])
+        s.w_local.compute_root()
+            .reorder_storage(w_args[5], w_args[0], w_args[1], w_args[2], w_args[3], w_args[4])
             .vectorize(w_args[5], vec, TailStrategy::GuardWithIf);
         return;
     }
+    // Vectors along the packed dim `ci` (gathers), the `vec` unrolled output channels after
+    // it, then the `outer` loops, then one parallel loop over `task_a` and `task_b` fused.
     Var wv_o("wv_o"), wv_i("wv_i"), wco_o("wco_o"), wco_i("wco_i"), task("task");
-    if (s.slab > 0) {  // packed as w_pack, in slabs, in parallel over (slab, group)
-        s.w_local.compute_inline();
-        const std::vector<Var> p = s.w_pack.args();  // (ci_i, co, kx, ky, kz, ci_o, g)
-        s.w_pack.compute_root()
-            .split(p[0], wv_o, wv_i, vec, TailStrategy::GuardWithIf)
-            .split(p[1], wco_o, wco_i, vec, TailStrategy::GuardWithIf)
-            .reorder(wv_i, wco_i, wv_o, wco_o, p[2], p[3], p[4], p[5], p[6])
-            .fuse(p[5], p[6], task)
+    const auto pack = [&](Func f, const Var &ci, const Var &co, const std::vector<VarOrRVar> &outer,
+                          const Var &task_a, const Var &task_b) {
+        std::vector<VarOrRVar> order = {wv_i, wco_i, wv_o};
+        order.insert(order.end(), outer.begin(), outer.end());
+        order.insert(order.end(), {task_a, task_b});
+        f.compute_root()
+            .split(ci, wv_o, wv_i, vec, TailStrategy::GuardWithIf)
+            .split(co, wco_o, wco_i, vec, TailStrategy::GuardWithIf)
+            .reorder(order)
+            .fuse(task_a, task_b, task)
             .vectorize(wv_i).unroll(wco_i).parallel(task);
+    };
+    if (s.slab > 0) {  // w_pack (w_local inlined into it), in parallel over (slab, group)
+        const std::vector<Var> p = s.w_pack.args();  // (ci_i, co, kx, ky, kz, ci_o, g)
+        pack(s.w_pack, p[0], p[1], {wco_o, p[2], p[3], p[4]}, p[5], p[6]);
         return;
     }
-    s.w_local.split(w_args[0], wv_o, wv_i, vec, TailStrategy::GuardWithIf)
-        .split(w_args[1], wco_o, wco_i, vec, TailStrategy::GuardWithIf)
-        .reorder(wv_i, wco_i, wv_o, w_args[2], w_args[3], w_args[4], wco_o, w_args[5])
-        .fuse(wco_o, w_args[5], task)
-        .vectorize(wv_i).unroll(wco_i).parallel(task);
+    pack(s.w_local, w_args[0], w_args[1], {w_args[2], w_args[3], w_args[4]}, wco_o, w_args[5]);
 }
 
 }  // namespace convgrad::gen
