@@ -11,6 +11,7 @@ struct BwdWeightsStages {
     Func x_in, dy_in;  // inputs (x zero-padded) in the accumulator type (schedules may stage them)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     bool pixel_vectors = false;  // ncg_px: vectors over output positions along x
+    bool dy_broadcasts = false;  // ncx_db: tiles of vectors of ci, dy broadcast from its rows
     // ncg_fp: the flat-plane variant (flat_planes.h), vectors over dy's flat plane; x_in and
     // dy_in are (i, g, n), and col_ok (i, kx) tests dy position i's tap column kx.
     bool flat_planes = false;

@@ -21,6 +21,11 @@ public:
     // width; generators/flat_planes.h), on the runtime's flat views of x and dy, vectorised
     // over dy's flat plane with the pixel-vector schedule.
     GeneratorParam<bool> flat_planes{"flat_planes", false};
+    // true: the dy-broadcast variant (ncx_db: dense channels-first layers whose dy holds at
+    // least as many channels as x, e.g. pointwise expansions): the tiles broadcast dy from
+    // its own rows and take vectors of x's channels, so only x is transposed
+    // (schedules/cpu_bwd_weights.cpp).
+    GeneratorParam<bool> dy_broadcasts{"dy_broadcasts", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -42,6 +47,9 @@ public:
         // masked loads and stores, which kept every accumulator of the tile in memory.
         if (flat_planes && (variant_layout() != Layout::NCG || pixel_vectors || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: flat_planes is a CPU variant of layout=ncg alone");
+        }
+        if (dy_broadcasts && (variant_layout() != Layout::NCX || get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: dy_broadcasts is a CPU variant of layout=ncx alone");
         }
         const bool vectors = pixel_vectors || flat_planes;
         const int lanes = vectors ? get_target().natural_vector_size(at) : 1;
@@ -65,6 +73,7 @@ public:
         // element once instead of at every one of its uses in the tiles.
         s.staged_inputs = bt.bits() == 16;
         s.pixel_vectors = vectors;
+        s.dy_broadcasts = dy_broadcasts;
         s.flat_planes = flat_planes;
 
         // (The flat views' y and z have extent 1: the reduction runs over the flat plane.)

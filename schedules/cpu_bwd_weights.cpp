@@ -14,6 +14,8 @@
 //   dy transposed once so the vector dim is innermost (NCHW ran at 0.04x oneDNN with
 //   vectors along x in a GEMM tile). Depthwise layers with rows of 16 pixels or more take
 //   the ncg_px variant instead, vectorised along the rows: cpu_bwd_weights_pixels.cpp.
+//   Pointwise NCX layers with dy the larger activation take ncx_db: the tile mirrored,
+//   vectors of ci from x's copy and dy broadcast in place, so dy is never transposed.
 // Any: the NXC fallback without stride assumptions.
 // No atomics and no thread-count-dependent splits anywhere: results are deterministic.
 #include "../generators/bwd_weights.h"
@@ -36,6 +38,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const bool group_blocks = groups_vectorised && channels_first;
     if ((s.staged_inputs || channels_first) && !group_blocks) {
         for (const auto &[f, channels] : {std::pair{s.x_in, s.ci_extent}, std::pair{s.dy_in, s.co_extent}}) {
+            if (s.dy_broadcasts && f.name() == s.dy_in.name()) continue;  // read in place (below)
             const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
             stage_vector_dim_innermost(f, groups_vectorised ? a[4] : a[0], groups_vectorised ? s.g_extent : channels,
                                        vec, channels_first);
@@ -122,6 +125,17 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         return;
     }
 
+    // The dy-broadcast variant (ncx_db) mirrors the tiles: vectors of ci (x, transposed
+    // channels innermost) times broadcasts of dy, read in place along its rows (NCHW: a row
+    // of one channel is contiguous), so dy, the larger activation where the registry sends
+    // this variant, is never transposed (NCHW rn50_1x1_56: its copy was a third of the call).
+    // Its tile is the NXC one swapped, co_tile input channels by ci_tile output channels; its
+    // vector dim, stored innermost in the tile, the chunks' sums and acc, is ci.
+    // (Not a branch of ncx: as one, reading dy or its copy through a select, Halide 14
+    // dropped the update of another branch's tiles, the 8-channel groups of rx_g32_28.)
+    // (vd: the vector dim, bd: the broadcast one.)
+    const Var &vd = s.dy_broadcasts ? s.ci : s.co, &bd = s.dy_broadcasts ? s.co : s.ci;
+    const Var &vd_i = s.dy_broadcasts ? ci_i : co_i, &bd_i = s.dy_broadcasts ? co_i : ci_i;
     const int ci_tile = s.tuned.get("ci_tile", vector_registers(target) == 32 ? 8 : 4);
     const int co_tile = s.tuned.get("co_vectors", 2) * vec;
     const Expr tiled = s.ci_extent >= ci_tile && s.co_extent >= co_tile;
@@ -187,7 +201,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         if (row_taps) {
             st.reorder(co_i, ci_i, s.kx, co_o, ci_o, s.ky, s.kz, s.g, u, w).unroll(s.kx);
         } else {
-            st.reorder(co_i, ci_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g, u, w);
+            st.reorder(vd_i, bd_i, co_o, ci_o, s.kx, s.ky, s.kz, s.g, u, w);
         }
         // Nested parallel loops, not one fused loop: Halide 14 gives the dims of a fused loop
         // their whole range in bounds inference, which sized the tile's accumulators (computed
@@ -217,7 +231,11 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // gradient's schedule).
     const Expr co_below_tile = s.co_extent < co_tile, co_below_vec = s.co_extent < vec;
     std::vector<Branch> branches;
-    if (layout != Layout::Any) {
+    if (s.dy_broadcasts) {
+        // (Equal bounds would meet the simplification above: ARM64 float32, SSE4.1 float64.)
+        const int co_b = co_tile == ci_tile ? ci_tile / 2 : ci_tile;
+        branches = {{s.ci_extent >= co_tile && s.co_extent >= co_b, co_tile, co_b, vec}};
+    } else if (layout != Layout::Any) {
         branches = {{tiled, ci_tile, co_tile, vec},
                     {narrow && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},
                     {narrow, 3, co_tile, vec},
@@ -226,7 +244,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                     {vector, 1, vec, vec},
                     {half, 1, vec / 2, vec / 2}};
     }
-    sums.compute_root().reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g, u, w);
+    sums.compute_root().reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
     // Small groups (one co vector, or half of one, per ci_tile channels): the tile's loads
     // (one dy vector and ci_tile broadcasts of x per position) each touch a new cache line
     // for 8 FMAs, and rx_g32_28 ran at 23 % of peak. With a filter 3 taps wide, the tile
@@ -243,7 +261,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                 st3.vectorize(co_i, b.lanes).unroll(ci_i);
             }
             nest(st, b.ci, b.co, false, chunk_threads);
-            st.vectorize(co_i, b.lanes).unroll(ci_i);
+            st.vectorize(vd_i, b.lanes).unroll(bd_i);
         }
         nest(outer, 1, 1, false, chunk_threads);
     };
@@ -260,24 +278,24 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], s.ci_extent, vec, false);
     }
 
-    // A tile's sums over one chunk, in registers: co is the vector dim, stored innermost so
-    // the tile's vectors are contiguous.
-    part.compute_at(sums, co_o).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g, u, w);
+    // A tile's sums over one chunk, in registers: co (ci in ncx_db) is the vector dim,
+    // stored innermost so the tile's vectors are contiguous.
+    part.compute_at(sums, co_o).reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
     for (const Branch &b : branches) {
         // GuardWithIf: see cpu_bwd_data.cpp (keeps every branch's tile a constant size).
         Stage pure = part.specialize(b.condition), update = part.update().specialize(b.condition);
-        pure.split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
-            .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
-        update.split(s.co, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
-            .reorder(co_vi, co_vo, s.ci, s.kx, ox, oyi, plane)
-            .vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+        pure.split(vd, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
+            .vectorize(co_vi).unroll(co_vo).unroll(bd);
+        update.split(vd, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
+            .reorder(co_vi, co_vo, bd, s.kx, ox, oyi, plane)
+            .vectorize(co_vi).unroll(co_vo).unroll(bd);
         if (b.row_taps) {
             // (A specialisation copies the schedule as it stands: these come last.)
             pure.specialize(row_of_3).unroll(s.kx);
             update.specialize(row_of_3).unroll(s.kx);
         }
     }
-    part.update().reorder(s.co, s.ci, ox, oyi, plane);
+    part.update().reorder(vd, bd, ox, oyi, plane);
 
     // The chunks' filters added in chunk order (acc: co vectors, as the sums hold them) and
     // stored into dw per block of (vec input channels x co_block output channels), with the
@@ -305,11 +323,11 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         .vectorize(ci_i)
         .parallel(co_b).parallel(s.g);
     s.dw.specialize(s.dw_ci_stride == 1);  // 1x1 OIHW: dense stores
-    // acc stored co innermost, as its update reads the sums: HWIO copies it in vectors, OIHW
-    // gathers its vectors of ci (from a block in L1).
-    s.acc.compute_at(s.dw, ci_b).reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g)
-        .vectorize(s.co, vec, TailStrategy::GuardWithIf);
-    s.acc.update().reorder(s.co, oyo, chunk, s.ci).vectorize(s.co, vec, TailStrategy::GuardWithIf);
+    // acc stored co innermost (ncx_db: ci), as its update reads the sums: HWIO copies it in
+    // vectors, OIHW gathers its vectors of ci (from a block in L1).
+    s.acc.compute_at(s.dw, ci_b).reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g)
+        .vectorize(vd, vec, TailStrategy::GuardWithIf);
+    s.acc.update().reorder(vd, oyo, chunk, bd).vectorize(vd, vec, TailStrategy::GuardWithIf);
 }
 
 }  // namespace convgrad::gen

@@ -76,6 +76,45 @@ TEST(HalideErrors, ChannelSlabKernelRefusesPartialSlabs) {
     EXPECT_NE(s.message().find("bwd_data_f32_nxc_cs"), std::string::npos) << s.message();
 }
 
+// The dy-broadcast kernel (ncx_db) is a whole kernel, not only the registry's pointwise
+// case (the JIT and `convgrad aot` build it for any problem): run directly on a strided,
+// padded 3x3 NCHW problem with fewer dy channels than x ones, which the registry sends to
+// ncx, it matches the registry's kernel.
+TEST(HalideErrors, DyBroadcastKernelOutsideItsRule) {
+    ConvProblem p;
+    p.batch = 2;
+    p.in_channels = 40;
+    p.out_channels = 12;
+    p.input_size = {9, 11, 1};
+    p.output_size = {5, 6, 1};
+    p.kernel_size = {3, 3, 1};
+    p.strides = {2, 2, 1};
+    p.pads_begin = p.pads_end = {1, 1, 0};
+    p.activation_layout = ActivationLayout::kNCX;
+    p.filter_layout = FilterLayout::kOIX;
+    ASSERT_TRUE(validate(p).is_ok());
+    HostTensor x(input_shape(p), false), dy(output_shape(p), false), direct(filter_shape(p), false),
+        registry(filter_shape(p), false);
+    Rng rng(5);
+    x.fill(random_values(x.tensor.num_elements(), rng));
+    dy.fill(random_values(dy.tensor.num_elements(), rng));
+    direct.poison();
+    const auto vx = make_view(p, TensorRole::kInput, x.tensor, "x", false);
+    const auto vdy = make_view(p, TensorRole::kOutput, dy.tensor, "dy", false);
+    const auto vdw = make_view(p, TensorRole::kFilter, direct.tensor, "dw", true);
+    ASSERT_TRUE(vx.is_ok() && vdy.is_ok() && vdw.is_ok());
+    const KernelEntry *kernel = nullptr;
+    for (const KernelEntry &k : kernel_table()) {
+        if (std::string(k.name) == "bwd_weights_f32_ncx_db") kernel = &k;
+    }
+    ASSERT_NE(kernel, nullptr);
+    EXPECT_FALSE(kernel->accepts(Direction::kBackwardWeights, p, vx.value, vdy.value, Placement{}));
+    const Status s = run_kernel(*kernel, p, vx.value, vdy.value, vdw.value);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    ASSERT_TRUE(backward_weights(p, x.tensor, dy.tensor, registry.tensor).is_ok());
+    EXPECT_LE(relative_error(direct.values(), registry.values()), 1e-6);
+}
+
 // The flat-plane kernel reads each plane as one row: given rows with gaps between them
 // (which the registry routes elsewhere), it fails with a status instead of reading the
 // plane with the wrong row width.

@@ -514,6 +514,32 @@ TEST(TfEdge, ChannelSlabFilters) {
     expect_kernel(partial, "bwd_data_f32_nxc");
 }
 
+// NCHW pointwise filter gradients whose dy has at least as many channels per group as x,
+// and x at least kDyBroadcastMinChannels (32), take the dy-broadcast kernel (ncx_db: dy read
+// in place, x transposed): a flat row of 196, rows of 448 (28x112 planes), 48 channels (a
+// partial tile), 44 output channels (a partial broadcast tile), 2 groups, and a batch of
+// one. Not taken: fewer dy channels than x, 16 x channels, a 3x3 filter, stride 2, and NHWC.
+TEST(TfEdge, DyBroadcastFilters) {
+    const auto pointwise = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t co, int64_t groups) {
+        return as_nchw(conv({n, h, w, c}, {1, 1, c / groups, co}, "VALID", 1, 1));
+    };
+    const std::vector<TfConv2D> cases = {pointwise(2, 14, 14, 32, 64, 1), pointwise(1, 28, 112, 32, 32, 1),
+                                         pointwise(2, 5, 13, 48, 48, 1), pointwise(2, 7, 9, 40, 44, 1),
+                                         pointwise(2, 6, 9, 64, 96, 2), pointwise(1, 3, 5, 32, 40, 1)};
+    for (const TfConv2D &c : cases) {
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_weights_f32_ncx_db");
+    }
+    const std::vector<TfConv2D> others = {pointwise(2, 7, 7, 64, 48, 1), pointwise(2, 7, 7, 16, 64, 1),
+                                          as_nchw(conv({2, 9, 9, 32}, {3, 3, 32, 64}, "SAME", 1, 1)),
+                                          as_nchw(conv({2, 9, 9, 32}, {1, 1, 32, 64}, "VALID", 2, 2)),
+                                          conv({2, 7, 7, 32}, {1, 1, 32, 64}, "VALID", 1, 1)};
+    for (const TfConv2D &c : others) {
+        expect_matches_reference(c);
+        expect_kernel(c, c.data_format == "NCHW" ? "bwd_weights_f32_ncx" : "bwd_weights_f32_nxc");
+    }
+}
+
 // Pointwise convolutions (1x1, unit strides, no padding) run as 1-D ones over the flattened
 // positions (runtime/src/execute.cpp: flatten_pointwise): 14x14 NCHW planes are then one
 // 196-pixel row, which the row-vector kernel takes (14-pixel rows it does not). NHWC and

@@ -30,6 +30,8 @@ struct LayoutRequirement {
                                  // width with contiguous rows; passed through their flat views
                                  // (generators/flat_planes.h)
     bool channel_slabs = false;  // nxc_cs, ncx_cs: dx channels per group a multiple of kChannelSlab
+    bool dy_broadcasts = false;  // ncx_db: pointwise, at least kDyBroadcastMinChannels x channels
+                                 // per group and as many dy channels
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -54,6 +56,13 @@ constexpr int kSmallGroupChannels = 16;
 // The channel-slab variants (nxc_cs, ncx_cs) take dx channels per group in multiples of this
 // (generators/bwd_data.h: every target's tile width divides it).
 constexpr int kChannelSlab = 32;
+// The dy-broadcast variant (ncx_db) takes pointwise filter gradients (every kernel size 1,
+// unit strides, no padding: long flattened rows) whose dy has at least as many channels per
+// group as x, and x at least this many (its AVX-512 float32 tile's vectors of ci). There it
+// skips transposing the larger activation (NCHW rn50_1x1_56 1.65x, kernel alone); with 3x3
+// filters (14-pixel rows: 8 row pointers set up per row and tap) its tiles ran 1.25x slower
+// than ncx's, and rn50_1x1_7 (dy a quarter of x, 49-pixel rows) 0.65x.
+constexpr int kDyBroadcastMinChannels = 32;
 
 // Where a call runs: the device, and for CUDA the device's compute capability.
 struct Placement {

@@ -3,8 +3,8 @@
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
 // contiguous, ncg_fp, ncg_px and ncg with rows contiguous), the channel-contiguous ones (nxc_px for
 // few channels, nxc_sg for small groups, nxc_cs for whole slabs of channels, nxc), the
-// row-contiguous ones (ncx_px for few channels, ncx_cs, ncx), then the stride-agnostic (any)
-// one; then the GPU kernels.
+// row-contiguous ones (ncx_px for few channels, ncx_cs, ncx_db for pointwise filter
+// gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels.
 // The first entry that accepts a problem runs.
 #include "kernel_registry.h"
 
@@ -34,6 +34,7 @@ constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
 constexpr LayoutRequirement layout_nxc_sg = {kC, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_cs = {kC, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
 constexpr LayoutRequirement layout_ncg_px = {kX, true, false, true};
@@ -121,6 +122,15 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     if (needs.small_groups && act0.extent[kC] >= kSmallGroupChannels) return false;
     // Channel-slab kernels' tiles are whole slabs of dx channels (act1 is dx).
     if (needs.channel_slabs && act1.extent[kC] % kChannelSlab != 0) return false;
+    // Dy-broadcast kernels: pointwise (as the kernels see it: runtime/src/execute.cpp
+    // flattens such planes into long rows), x channels per group (act0) at least
+    // kDyBroadcastMinChannels and dy's (act1) at least as many.
+    if (needs.dy_broadcasts) {
+        for (int a = 0; a < p.spatial_rank; a++) {
+            if (p.kernel_size[a] != 1 || p.strides[a] != 1 || p.pads_begin[a] != 0 || p.pads_end[a] != 0) return false;
+        }
+        if (act0.extent[kC] < kDyBroadcastMinChannels || act1.extent[kC] < act0.extent[kC]) return false;
+    }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
 }
