@@ -6,6 +6,9 @@
 // views, no oneDNN.
 //   kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]   e.g. kernel_ab "$fixed" dy w dx 5
 // ONLY (0 or 1) times one of the two alone, for perf.
+// OFF_<name> (environment, e.g. OFF_dy=256): that buffer starts so many bytes past a page
+// boundary (default 0): where buffers start relative to each other moves some kernels by 2x
+// (lines of channels-last pixels 1 KB apart share few L2 sets).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,7 +31,8 @@ namespace {
 using Halide::Runtime::Buffer;
 using Fixed = convgrad::gen::FixedValues;
 
-// A buffer with the problem's extents and strides, filled with values in [-0.5, 0.5).
+// A buffer with the problem's extents and strides, filled with values in [-0.5, 0.5),
+// starting OFF_<name> bytes past a page boundary.
 Buffer<float> make(const Fixed &f, const std::string &name) {
     const std::vector<int64_t> &e = f.at(name + ".extent"), &s = f.at(name + ".stride");
     std::vector<halide_dimension_t> dims;
@@ -37,7 +41,10 @@ Buffer<float> make(const Fixed &f, const std::string &name) {
         dims.push_back({0, static_cast<int32_t>(e[i]), static_cast<int32_t>(s[i])});
         span += static_cast<size_t>(e[i] - 1) * s[i];
     }
-    float *p = static_cast<float *>(aligned_alloc(64, (span * sizeof(float) + 63) / 64 * 64));
+    const char *off_env = std::getenv(("OFF_" + name).c_str());
+    const size_t off = off_env ? std::strtoul(off_env, nullptr, 10) : 0;
+    char *raw = static_cast<char *>(aligned_alloc(4096, (span * sizeof(float) + off + 4095) / 4096 * 4096));
+    float *p = reinterpret_cast<float *>(raw + off);
     for (size_t i = 0; i < span; i++) p[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.f - 0.5f;
     return Buffer<float>(p, static_cast<int>(e.size()), dims.data());
 }

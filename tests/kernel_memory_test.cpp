@@ -1,5 +1,6 @@
 // The kernels' scratch allocator (runtime/src/kernel_memory.h): aligned, live blocks apart,
-// freed blocks served again, and frees from another thread.
+// freed blocks served again (large ones too, kept for the next call), and frees from
+// another thread.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -64,6 +65,35 @@ TEST(KernelMemory, BlockFreedOnAnotherThread) {
     // And the other way: a block of this thread freed on a thread that then exits.
     void *c = kernel_malloc(nullptr, 700);
     std::thread([c] { kernel_free(nullptr, c); }).join();
+}
+
+// Large blocks (staged activations) are kept per thread for the next call: the same sizes
+// again get the same blocks, live ones never overlap, a smaller request takes the smallest
+// cached block that fits, and consecutive blocks start at different offsets within 1 KB.
+TEST(KernelMemory, LargeBlocksServedAgain) {
+    const std::size_t sizes[] = {std::size_t(7) << 20, std::size_t(6) << 20, kCachedBlockMax * 3};
+    std::vector<unsigned char *> first;
+    for (std::size_t bytes : sizes) {
+        first.push_back(static_cast<unsigned char *>(kernel_malloc(nullptr, bytes)));
+        ASSERT_NE(first.back(), nullptr);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first.back()) % kHalideAlignment, 0u);
+        std::memset(first.back(), static_cast<int>(first.size()), bytes);
+    }
+    for (size_t i = 0; i < first.size(); i++) {
+        EXPECT_EQ(first[i][sizes[i] - 1], static_cast<unsigned char>(i + 1)) << "block " << i;
+    }
+    EXPECT_NE(reinterpret_cast<std::uintptr_t>(first[0]) % 1024, reinterpret_cast<std::uintptr_t>(first[1]) % 1024);
+    for (unsigned char *p : first) kernel_free(nullptr, p);
+    std::vector<void *> again;
+    for (std::size_t bytes : sizes) again.push_back(kernel_malloc(nullptr, bytes));
+    EXPECT_EQ(std::set<void *>(again.begin(), again.end()), std::set<void *>(first.begin(), first.end()));
+    for (void *p : again) kernel_free(nullptr, p);
+    void *small = kernel_malloc(nullptr, kCachedBlockMax * 2);  // the 0.75 MB block fits
+    EXPECT_EQ(small, first[2]);
+    void *big = kernel_malloc(nullptr, std::size_t(8) << 20);  // none fits: a new one
+    EXPECT_EQ(std::set<void *>(first.begin(), first.end()).count(big), 0u);
+    kernel_free(nullptr, small);
+    kernel_free(nullptr, big);
 }
 
 }  // namespace

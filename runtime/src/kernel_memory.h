@@ -10,7 +10,9 @@ namespace convgrad {
 // call for NCHW mb_dw960_7's data gradient). glibc serves blocks of that size from its
 // bins, not its per-thread cache (which stops at 1 KB), and the pairs took a fifth of such
 // a call. These keep each thread's freed blocks of up to kCachedBlockMax bytes, by
-// power-of-two size class, and hand them out again; larger ones go to the system.
+// power-of-two size class, and hand them out again; and its last few larger ones (copies of
+// whole activations, once per call), which glibc otherwise returned to the system between
+// calls, so that each call page-faulted them in again (kernel_memory.cpp).
 constexpr std::size_t kCachedBlockMax = std::size_t(1) << 18;
 void *kernel_malloc(void *user_context, std::size_t bytes);
 void kernel_free(void *user_context, void *ptr);
