@@ -159,11 +159,16 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // traffic (rn50_1x1_7's 4 MB filter: one chunk). The chunks depend on sizes only and are
     // summed in a fixed order: results stay deterministic.
     // Grouped layers: a tile reads only its group's channels of a chunk, so the chunk's bytes
-    // scale with the groups (up to 4x): with 512 KB chunks, rx_g32_28's (group, tap) tiles
-    // had ~1 us of work per chunk (4.4 -> 3.3-3.6 ms with 4x larger chunks, same runs).
+    // scale with the groups (up to 2x): with 512 KB chunks, rx_g32_28's (group, tap) tiles
+    // had ~1 us of work per chunk (4.4 -> 3.3-3.6 ms with 4x larger chunks, same runs). But a
+    // tile touches a line of x and one of dy per pixel, with channels-last pixels 1 KB apart
+    // (256 channels), and lines 1 KB apart fill only 1/16 of the L2's sets: with 4x chunks,
+    // one tile's lines (~1000 of each) outgrew them whenever the staged x's lines shared
+    // their sets with dy's, which depends on where the two buffers start (kernel alone,
+    // rx_g32_28 NHWC: 1.9 or 4.0 ms, the same code; in the suite, 2.1 or 4.8 ms a process).
     const float chunk_bytes = 1024.f * float(s.tuned.get("chunk_kb", 512));
     const Expr data_bytes = Halide::cast<float>(s.reduction_rows) * s.row_bytes;
-    const Expr group_scale = Halide::cast<float>(Halide::clamp(s.g_extent, 1, 4));
+    const Expr group_scale = Halide::cast<float>(Halide::clamp(s.g_extent, 1, 2));
     const Expr chunks = chunk_bytes > 0
         ? Halide::max(1, Halide::cast<int>(Halide::min(data_bytes / (chunk_bytes * group_scale),
                                                        data_bytes / (4.f * s.filter_bytes))))
