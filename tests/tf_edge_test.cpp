@@ -121,6 +121,12 @@ TEST(TfEdge, UnequalStridesNchw) {
 TEST(TfEdge, GroupedFilters) {
     expect_matches_reference(conv({2, 7, 7, 12}, {3, 3, 3, 8}, "SAME", 1, 1));   // 4 groups
     expect_matches_reference(conv({1, 6, 6, 6}, {3, 3, 1, 12}, "VALID", 2, 1));  // depthwise-like, 6 groups
+    // ResNeXt-like groups of 8 channels in both layouts: the small-group tiles (8 input
+    // channels by half vectors, a row of 3 taps), whose update stage Halide 14 once
+    // dropped in NCHW alone (bench/RESULTS.md, seventeenth session).
+    const TfConv2D resnext = conv({2, 9, 10, 32}, {3, 3, 8, 32}, "SAME", 1, 1);
+    expect_matches_reference(resnext);
+    expect_matches_reference(as_nchw(resnext));
 }
 
 TEST(TfEdge, DepthwiseMultiplierDilationStride) {
