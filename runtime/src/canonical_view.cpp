@@ -90,6 +90,13 @@ Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Ten
     return v;
 }
 
+bool is_pointwise(const ConvProblem &p) {
+    for (int a = 0; a < p.spatial_rank; a++) {
+        if (p.kernel_size[a] != 1 || p.strides[a] != 1 || p.pads_begin[a] != 0 || p.pads_end[a] != 0) return false;
+    }
+    return true;
+}
+
 bool spatial_dims_nest(const CanonicalView &v) {
     int64_t next = v.stride[kX] * v.extent[kX];
     for (int d : {kY, kZ}) {

@@ -33,6 +33,11 @@ Result<CanonicalView> make_view(const ConvProblem &p, TensorRole role, const Ten
 // views of pointwise problems (execute.cpp) and of the flat-plane kernels need.
 bool spatial_dims_nest(const CanonicalView &v);
 
+// Whether the problem is pointwise: every kernel size 1, unit strides, no padding (each
+// position maps to itself). Such problems run over flattened positions (execute.cpp), and
+// the dy-broadcast kernels take them alone (kernel_table.cpp).
+bool is_pointwise(const ConvProblem &p);
+
 // Writes zeros over every element of the view (results of empty reductions).
 void fill_zero(const CanonicalView &v);
 

@@ -162,9 +162,7 @@ int64_t pointwise_row(int64_t positions, Direction d) {
 }
 
 void flatten_pointwise(ConvProblem &p, CallViews &v, Direction d) {
-    for (int a = 0; a < p.spatial_rank; a++) {
-        if (p.kernel_size[a] != 1 || p.strides[a] != 1 || p.pads_begin[a] != 0 || p.pads_end[a] != 0) return;
-    }
+    if (!is_pointwise(p)) return;
     CanonicalView *acts[2] = {&v.a, d == Direction::kBackwardData ? &v.result : &v.b};
     for (const CanonicalView *act : acts) {
         if (!spatial_dims_nest(*act)) return;

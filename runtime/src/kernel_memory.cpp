@@ -71,17 +71,22 @@ thread_local ThreadCache t_cache;
 constexpr std::size_t kColours = 16;
 thread_local unsigned t_next_colour = 0;
 
-// The smallest cached large block of at least `bytes`, taken out of the cache; null if none.
-void *take_large(std::size_t bytes) {
-    ThreadCache &t = t_cache;
+// The index of the smallest cached large block of at least `bytes`; -1 if none.
+int smallest_large(std::size_t bytes) {
+    const ThreadCache &t = t_cache;
     int best = -1;
     for (int i = 0; i < t.large_count; i++) {
         const std::size_t cap = header_of(t.large[i])->capacity;
         if (cap >= bytes && (best < 0 || cap < header_of(t.large[best])->capacity)) best = i;
     }
-    if (best < 0) return nullptr;
-    void *ptr = t.large[best];
-    t.large[best] = t.large[--t.large_count];
+    return best;
+}
+
+// Takes cached large block `i` out of the cache.
+void *take_large(int i) {
+    ThreadCache &t = t_cache;
+    void *ptr = t.large[i];
+    t.large[i] = t.large[--t.large_count];
     return ptr;
 }
 
@@ -91,7 +96,7 @@ void *kernel_malloc(void *, std::size_t bytes) {
     const int c = bytes <= kCachedBlockMax ? size_class(bytes) : -1;
     if (c >= 0 && t_cache.count[c] > 0) return t_cache.blocks[c][--t_cache.count[c]];
     if (c < 0) {
-        if (void *ptr = take_large(bytes)) return ptr;
+        if (const int i = smallest_large(bytes); i >= 0) return take_large(i);
     }
     const std::size_t capacity = c >= 0 ? (std::size_t(1) << c) : bytes;
     const std::size_t colour = c >= 0 ? 0 : kAlignment * (t_next_colour++ % kColours);
@@ -114,16 +119,12 @@ void kernel_free(void *, void *ptr) {
         // Full: the smallest cached block makes room (the larger ones save more faults).
         ThreadCache &t = t_cache;
         if (t.large_count == kLargeBlocks) {
-            int smallest = 0;
-            for (int i = 1; i < t.large_count; i++) {
-                if (header_of(t.large[i])->capacity < header_of(t.large[smallest])->capacity) smallest = i;
-            }
+            const int smallest = smallest_large(0);
             if (header_of(t.large[smallest])->capacity > h.capacity) {
                 std::free(h.system);
                 return;
             }
-            std::free(header_of(t.large[smallest])->system);
-            t.large[smallest] = t.large[--t.large_count];
+            std::free(header_of(take_large(smallest))->system);
         }
         t.large[t.large_count++] = ptr;
         return;

@@ -126,10 +126,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     // flattens such planes into long rows), x channels per group (act0) at least
     // kDyBroadcastMinChannels and dy's (act1) at least as many.
     if (needs.dy_broadcasts) {
-        for (int a = 0; a < p.spatial_rank; a++) {
-            if (p.kernel_size[a] != 1 || p.strides[a] != 1 || p.pads_begin[a] != 0 || p.pads_end[a] != 0) return false;
-        }
-        if (act0.extent[kC] < kDyBroadcastMinChannels || act1.extent[kC] < act0.extent[kC]) return false;
+        if (!is_pointwise(p) || act0.extent[kC] < kDyBroadcastMinChannels || act1.extent[kC] < act0.extent[kC]) return false;
     }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
