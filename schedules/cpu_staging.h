@@ -37,6 +37,10 @@ inline void stage_in_cache(Func f, const Var &inner, int vec, const LoopLevel &a
 // gradient: 4.3 -> 3.0 ms with 8 lanes). Copies that do not transpose (16-bit conversions)
 // load contiguous vectors: `vec` lanes, the last one masked.
 // `at` (not null): computed there instead (in cache, serially), not once in parallel over rows.
+// There (the ncg kernels' blocks of planes, rows narrower than kPixelVectorMinRow) each
+// vector of planes sweeps x plainly: `vec` positions unrolled, each behind its own guard,
+// took 1.12-1.37x as long on 7x7 planes (kernel alone: the mb_dw960_7 and mb_dw576s2_14
+// filter gradients, mb_dw576s2_14's data gradient).
 inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inner_extent, int vec, bool transpose,
                                        const LoopLevel *at = nullptr) {
     const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
@@ -48,11 +52,13 @@ inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inn
         for (int lanes = vec; lanes >= 4; lanes /= 2) {
             // (A specialisation copies the schedule as it stands: each sets its own loops.)
             Stage st = f.specialize(inner_extent >= lanes);
-            st.split(inner, vo, vi, lanes, TailStrategy::ShiftInwards)
-                .split(a[1], xo, xi, vec, TailStrategy::GuardWithIf)
-                .reorder(vi, xi, vo, xo)
-                .vectorize(vi).unroll(xi);
-            if (root) st.parallel(a[5]).parallel(a[2]);
+            st.split(inner, vo, vi, lanes, TailStrategy::ShiftInwards);
+            if (root) {
+                st.split(a[1], xo, xi, vec, TailStrategy::GuardWithIf).reorder(vi, xi, vo, xo).vectorize(vi).unroll(xi);
+                st.parallel(a[5]).parallel(a[2]);
+            } else {
+                st.reorder(vi, vo, a[1]).vectorize(vi);
+            }
         }
     } else {
         f.vectorize(inner, vec, TailStrategy::GuardWithIf);
