@@ -7,6 +7,7 @@
 // that division is exact and o is in range; otherwise the term is a structural zero.
 #include "bwd_data.h"
 #include "flat_planes.h"
+#include "transposed_rows.h"
 
 namespace convgrad::gen {
 namespace {
@@ -158,6 +159,7 @@ public:
             schedule_bwd_data_gpu(s, get_target(), lay);
         } else {
             schedule_bwd_data_cpu(s, get_target(), lay);
+            if (lay == Layout::NCG && !pixel_vectors) get_pipeline().add_custom_lowering_pass(new TransposedRows);
         }
     }
 

@@ -6,6 +6,7 @@
 // by the schedule (no atomics), so results are deterministic run to run.
 #include "bwd_weights.h"
 #include "flat_planes.h"
+#include "transposed_rows.h"
 
 namespace convgrad::gen {
 namespace {
@@ -150,6 +151,7 @@ public:
             schedule_bwd_weights_gpu(s, get_target(), lay);
         } else {
             schedule_bwd_weights_cpu(s, get_target(), lay);
+            if (lay == Layout::NCG && !flat_planes && !pixel_vectors) get_pipeline().add_custom_lowering_pass(new TransposedRows);
         }
     }
 
