@@ -52,8 +52,9 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // summed in a fixed order.
         RVar oyo("oyo"), oyi("oyi");
         Var u("u"), v("v"), g_o("g_o"), g_i("g_i");
-        // (ncg, whose rows are narrower than a vector: 8, so a 7x7 plane is one chunk, not
-        // two: half the partial sums to store and add; kernel alone, mb_dw960_7 1.05-1.08x.)
+        // ncg (rows narrower than a vector) defaults to 8 rows: a 7x7 plane is then one
+        // chunk, not two, with half the partial sums to store and add (kernel alone,
+        // mb_dw960_7 1.05-1.08x).
         const int rows = s.tuned.get("dw_rows", group_blocks ? 8 : 4);
         Func part = s.acc.update().split(oy, oyo, oyi, rows, TailStrategy::GuardWithIf).rfactor({{oyo, u}, {n, v}});
         // The chunks' sums are stored by a pure copy of `part` whose loops hold the tiles, so
