@@ -26,9 +26,9 @@ struct BwdWeightsStages {
     Expr dw_co_stride, dw_ci_stride;
     // True for a square 2-D filter of taps x taps.
     Expr square_2d(int taps) const { return square_2d_filter(kx_extent, ky_extent, kz_extent, taps); }
-    // Sizes for cache blocking the reduction: its rows (n, oz, oy), the bytes of x and dy
-    // one row of dy touches (all groups), and the bytes of the whole filter.
-    Expr reduction_rows, oy_extent, row_bytes, filter_bytes;
+    // Sizes for cache blocking the reduction: its rows (n, oz, oy) and their positions
+    // (ox_extent each), and the bytes of x and dy one row of dy touches (all groups).
+    Expr reduction_rows, oy_extent, ox_extent, row_bytes;
 };
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);

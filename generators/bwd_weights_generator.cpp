@@ -137,6 +137,7 @@ public:
         s.dw_co_stride = dw.dim(kCo).stride();
         s.dw_ci_stride = dw.dim(kCi).stride();
         s.oy_extent = dy.dim(kY).extent();
+        s.ox_extent = dy.dim(kX).extent();
         s.reduction_rows = s.oy_extent * dy.dim(kZ).extent() * dy.dim(kN).extent();
         // In float: the products overflow 32 bits on large layers.
         const auto f = [](const Expr &e) { return Halide::cast<float>(e); };
@@ -144,7 +145,6 @@ public:
         const Expr x_row = f(x.dim(kX).extent()) * f(x.dim(kC).extent() * x.dim(kG).extent()) * f(ax[1].stride);
         const Expr dy_row = f(dy.dim(kX).extent()) * f(dy.dim(kC).extent() * dy.dim(kG).extent());
         s.row_bytes = (x_row + dy_row) * bytes;
-        s.filter_bytes = f(s.ci_extent * s.co_extent) * f(s.kx_extent * s.ky_extent * s.kz_extent) * f(s.g_extent) * bytes;
         if (autoscheduled()) {
             // Halide's autoscheduler schedules the pipeline (JIT experiments)
         } else if (get_target().has_gpu_feature()) {

@@ -147,14 +147,15 @@ struct FixedProblem {
 //            px_vectors (pixel-vector variants: vectors of pixels per tile),
 //            block_rows (NXC, NXG, _px: dx rows per staged block of dy)
 //   weights: ci_tile, co_vectors, dw_rows (depthwise: output rows per partial sum),
-//            chunk_kb (x and dy per cache block of the reduction, 0: unblocked)
+//            chunk_kb (x and dy per cache block of the reduction, 0: unblocked),
+//            chunk_positions (the fewest output positions per block)
 //   gpu:     block (threads per block), rows_per_part (filter gradient)
 class ScheduleParams {
 public:
     ScheduleParams() = default;
     ScheduleParams(const std::string &text, const Target &t) : isa_(isa_path(t)) {
         static const char *const known[] = {"pixels", "vectors", "rows7", "px_vectors", "block_rows", "ci_tile", "co_vectors",
-                                            "dw_rows", "chunk_kb", "block", "rows_per_part"};
+                                            "dw_rows", "chunk_kb", "chunk_positions", "block", "rows_per_part"};
         std::stringstream items(text);
         std::string item;
         while (std::getline(items, item, '/')) {

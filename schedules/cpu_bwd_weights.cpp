@@ -158,9 +158,16 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // the chunk loop outermost: every tile and tap of a chunk works on cached rows. A tile
     // sums one chunk in registers (`part`) and stores it (`sums`, one filter per chunk); the
     // chunks' filters are then added in order. That costs a write and a read of the filter
-    // per chunk, so chunks stay few enough for it to be at most a quarter of the data's
-    // traffic (rn50_1x1_7's 4 MB filter: one chunk). The chunks depend on sizes only and are
-    // summed in a fixed order: results stay deterministic.
+    // per chunk: 8 bytes per filter element against 2 flops per element and position, so
+    // chunks keep at least `chunk_positions` output positions each (512: 128 flops per
+    // byte of that traffic; rn50_1x1_7's 4 MB filter over 392 positions: one chunk).
+    // (Capped instead at a quarter of the data's traffic, large filters got one chunk
+    // whatever their positions: on a Xeon with 2 MB of L2, dl_3x3_d2's 4356 positions of
+    // 2 KB each then streamed from L3 once per tile, lines 1 KB apart, at 0.19x oneDNN.
+    // Kernel alone against that cap: dl_3x3_d2 4.4x, rn50_3x3s2_28 1.4x, rn50_3x3_14
+    // 1.3x; with 256 positions the same but rn50_3x3_14 1.15x, with 1024 0.75x, 0.62x,
+    // 0.93x of 512.) The chunks depend on sizes only and are summed in a fixed order:
+    // results stay deterministic.
     // Grouped layers: a tile reads only its group's channels of a chunk, so the chunk's bytes
     // scale with the groups (up to 2x): with 512 KB chunks, rx_g32_28's (group, tap) tiles
     // had ~1 us of work per chunk (4.4 -> 3.3-3.6 ms with 4x larger chunks, same runs). But a
@@ -172,9 +179,11 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const float chunk_bytes = 1024.f * float(s.tuned.get("chunk_kb", 512));
     const Expr data_bytes = Halide::cast<float>(s.reduction_rows) * s.row_bytes;
     const Expr group_scale = Halide::cast<float>(Halide::clamp(s.g_extent, 1, 2));
+    const float chunk_positions = float(s.tuned.get("chunk_positions", 512));
+    const Expr positions = Halide::cast<float>(s.reduction_rows) * Halide::cast<float>(s.ox_extent);
     const Expr chunks = chunk_bytes > 0
         ? Halide::max(1, Halide::cast<int>(Halide::min(data_bytes / (chunk_bytes * group_scale),
-                                                       data_bytes / (4.f * s.filter_bytes))))
+                                                       positions / chunk_positions)))
         : Expr(1);
     const Expr chunk_rows = (s.reduction_rows + chunks - 1) / chunks;
     // A chunk is part of a plane (rows of one image) or whole planes: the row loop inside is
