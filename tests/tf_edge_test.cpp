@@ -498,13 +498,16 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
 // kernels (nxc_cs, ncx_cs: the filter packed in slabs of the tile's width): 7-pixel rows,
 // rows of 6+ pixels with a short last tile, rows narrower than a tile (one pixel a tile),
 // 3 slabs, 2 groups of one slab, stride 2 along an odd width (no x phases), dilation, and
-// NCHW rows too narrow for the row tiles; 48 channels (not whole slabs) keep nxc.
+// NCHW rows too narrow for the row tiles; 48 channels (not whole slabs) keep nxc. Each
+// slab's tiles run over the whole row where its filter outweighs dy's rows (all but the
+// last case), else one x tile per slab in turn (a flat row of 33 for 32 channels).
 TEST(TfEdge, ChannelSlabFilters) {
     const std::vector<TfConv2D> cases = {conv({2, 7, 7, 64}, {3, 3, 64, 40}, "SAME", 1, 1),
                                          conv({1, 5, 13, 32}, {3, 3, 32, 24}, "SAME", 1, 1),
                                          conv({2, 3, 5, 96}, {1, 1, 96, 70}, "VALID", 1, 1),  // NCHW: a flat row of 15
                                          conv({1, 6, 9, 64}, {3, 3, 32, 48}, "SAME", 1, 1),  // 2 groups
-                                         conv({1, 9, 11, 32}, {3, 3, 32, 16}, "SAME", 2, 2)};
+                                         conv({1, 9, 11, 32}, {3, 3, 32, 16}, "SAME", 2, 2),
+                                         conv({1, 3, 11, 32}, {1, 1, 32, 16}, "VALID", 1, 1)};
     for (const TfConv2D &c : cases) {
         expect_matches_reference(c);
         expect_kernel(c, "bwd_data_f32_nxc_cs");
