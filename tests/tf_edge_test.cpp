@@ -381,7 +381,9 @@ TEST(TfEdge, DepthwiseManyGroupsFilter) {
 // well take the row tiles too (ncx_px, ncx_s2_px): every (channels, vectors) tile branch
 // (6/4/3/2/1 channels x 4 vectors, 8 x 2, 8 x 1; with stride 2 both phases, so fewer
 // channels), channel counts that leave a shifted last tile, 8-channel groups, dilation;
-// rows that tiles would cover poorly (33 pixels) keep the channel-vector ncx kernel.
+// rows that tiles would cover poorly (33 pixels) keep the channel-vector ncx kernel, and so
+// do layers whose tiles would reduce over more than 64 KB of dy's rows (kernel_registry.h):
+// 256 dy channels, pointwise (ncx_cs for whole slabs of dx channels, else ncx) and 3x3.
 TEST(TfEdge, ChannelsFirstRowTiles) {
     const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t out, std::string padding,
                          int64_t stride) {
@@ -409,6 +411,14 @@ TEST(TfEdge, ChannelsFirstRowTiles) {
     const TfConv2D poorly_covered = nchw(1, 5, 33, 16, 3, 8, "SAME", 1);
     expect_matches_reference(poorly_covered);
     expect_kernel(poorly_covered, "bwd_data_f32_ncx");
+    const TfConv2D wide_dy_slabs = nchw(1, 4, 80, 32, 1, 256, "VALID", 1);
+    expect_matches_reference(wide_dy_slabs);
+    expect_kernel(wide_dy_slabs, "bwd_data_f32_ncx_cs");
+    const TfConv2D wide_dy = nchw(1, 6, 32, 24, 3, 160, "SAME", 1);
+    expect_matches_reference(wide_dy);
+    expect_kernel(wide_dy, "bwd_data_f32_ncx");
+    const TfConv2D narrow_dy = nchw(1, 6, 32, 24, 3, 64, "SAME", 1);  // 64 x 3 x 3 lines: 36 KB
+    expect_kernel(narrow_dy, "bwd_data_f32_ncx_px");
 }
 
 // Depthwise layers in NCHW with rows of at least 16 pixels take the row-vector kernels

@@ -39,6 +39,11 @@ constexpr int kPixelVectorChannels = 4;
 // The narrowest rows the channels-first pixel-vector variants (ncg_px, ncx_px) take: one AVX-512
 // vector of float32 (they vectorise along rows).
 constexpr int kPixelVectorMinRow = 16;
+// The channels-first data gradient's pixel-vector tiles (ncx_px): at most this many vectors of a
+// row (AVX-512's px_vectors, schedules/cpu_bwd_data_pixels.cpp), and at most this many bytes
+// of dy's staged rows per tile's reduction (kernel_table.cpp: larger go to ncx_cs or ncx).
+constexpr int kPixelVectorTile = 4;
+constexpr int64_t kPixelVectorMaxTileBytes = 64 * 1024;
 // The smallest planes the flat-plane variants (ncg_fp) take: 4 AVX-512 vectors of float32.
 // 7x7 planes (49 positions, mb_dw960_7) ran faster on the channel-vector ncg kernels
 // (filter gradient 0.24 against 0.28 ms); 14x14 ones (196) faster flat (0.36 against 0.46 ms,

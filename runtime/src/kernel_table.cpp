@@ -6,6 +6,8 @@
 // row-contiguous ones (ncx_px for few channels, ncx_cs, ncx_db for pointwise filter
 // gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels.
 // The first entry that accepts a problem runs.
+#include <algorithm>
+
 #include "kernel_registry.h"
 
 #include "kernel_list.inc"  // the generated kernels' headers
@@ -96,6 +98,18 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (needs.unit_stride_dim == kX && !needs.one_channel_per_group && act1.extent[kC] > kPixelVectorChannels) {
             const int vectors = (row + kPixelVectorMinRow - 1) / kPixelVectorMinRow;
             if (row * 100 < 85 * vectors * kPixelVectorMinRow) return false;
+            // Each NCX data-gradient tile reduces over every dy channel's staged rows (per
+            // channel and row of taps, a line per vector of the tile and one more): past
+            // kPixelVectorMaxTileBytes of them, more than L1 holds, every load came from L2.
+            // There the channel-vector kernels ran 1.4-2.4x faster (NCHW rn50_1x1_56; 256 dy
+            // channels over 3x3 taps, and 128 over 28-pixel rows); at rn50_3x3_56's 64 the
+            // two tie.
+            if (d == Direction::kBackwardData) {
+                int64_t row_taps = 1;  // the taps off the x axis
+                for (int a = 0; a + 1 < p.spatial_rank; a++) row_taps *= p.kernel_size[a];
+                const int64_t lines = act0.extent[kC] * row_taps * (std::min(vectors, kPixelVectorTile) + 1);
+                if (lines * 64 > kPixelVectorMaxTileBytes) return false;
+            }
         }
     }
     // Flat-plane kernels read each plane as one row (generators/flat_planes.h): 2-D, unit
