@@ -43,7 +43,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
             stage_vector_dim_innermost(f, groups_vectorised ? a[4] : a[0], groups_vectorised ? s.g_extent : channels,
                                        vec, channels_first);
-            if (!groups_vectorised) pad_aliasing_pixels(f, a[0], channels, s.g_extent, bytes);
+            if (!groups_vectorised) pad_aliasing_pixels(f, a[0], channels, s.g_extent, bytes, channels_first ? 1024 : 256);
         }
     }
     const RVar ox = s.r[0], oy = s.r[1], oz = s.r[2], n = s.r[3];
@@ -295,7 +295,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // already are.
     if (!s.staged_inputs && !channels_first) {
         stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], s.ci_extent, vec, false);
-        pad_aliasing_pixels(s.x_in, s.x_in.args()[0], s.ci_extent, s.g_extent, bytes);
+        pad_aliasing_pixels(s.x_in, s.x_in.args()[0], s.ci_extent, s.g_extent, bytes, 256);
     }
 
     // A tile's sums over one chunk, in registers: co (ci in ncx_db) is the vector dim,

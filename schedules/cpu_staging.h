@@ -24,15 +24,18 @@ inline void stage_in_cache(Func f, const Var &inner, int vec, const LoopLevel &a
 }
 
 // Pads each pixel of a staged copy `f` (stored `inner` first) by one cache line when its
-// `extent` channels of `bytes` each span a multiple of 256 bytes and it has one group
+// `extent` channels of `bytes` each span a multiple of `period` bytes and it has one group
 // (ResNeXt's small groups would pay the line per group). A tile that reads one line per
 // pixel then spreads them over every set of the caches: unpadded, 2048 channels (8 KB a
 // pixel) put them in 16 of a 2 MB L2's 2048 sets, 256 lines for a tile's 392, and each
 // tile re-read its x from L3. Kernel alone, filter gradients on a Xeon: rn50_1x1_7 1.19x
-// (NHWC) and 1.21x (NCHW), rn50_1x1_56 1.06x (64 channels of x), dl_3x3_d2 1.05x;
-// 64 and 128 channels with 3x3 filters 0.99x.
-inline void pad_aliasing_pixels(Func f, const Var &inner, const Expr &extent, const Expr &groups, int bytes) {
-    const Expr aliasing = groups == 1 && (extent * bytes) % 256 == 0;
+// (NHWC) and 1.21x (NCHW), rn50_1x1_56 1.06x (64 channels of x, 256 bytes), dl_3x3_d2
+// 1.05x. The pad is a line more to copy per pixel: NCHW copies (transposed, whole) pad
+// only from 1 KB on (the stem's 64-channel dy cost its filter gradient 0.93x, and
+// 128-channel layers 0.97x).
+inline void pad_aliasing_pixels(Func f, const Var &inner, const Expr &extent, const Expr &groups, int bytes,
+                                int period) {
+    const Expr aliasing = groups == 1 && (extent * bytes) % period == 0;
     f.align_storage(inner, extent + select(aliasing, 64 / bytes, 0));
 }
 
