@@ -20,6 +20,14 @@ using canonical::kG;
 using canonical::kX;
 constexpr int kNone = -1;
 
+// The filter's taps along the first `axes` spatial axes (outermost first, x last): every
+// tap with p.spatial_rank, the taps off the x axis (a tile's rows of them) with one fewer.
+int64_t taps_along(const ConvProblem &p, int axes) {
+    int64_t taps = 1;
+    for (int a = 0; a < axes; a++) taps *= p.kernel_size[a];
+    return taps;
+}
+
 constexpr Direction direction_bwd_data = Direction::kBackwardData;
 constexpr Direction direction_bwd_weights = Direction::kBackwardWeights;
 constexpr DType dtype_f32 = DType::kFloat32;
@@ -105,8 +113,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             // channels over 3x3 taps, and 128 over 28-pixel rows); at rn50_3x3_56's 64 the
             // two tie.
             if (d == Direction::kBackwardData) {
-                int64_t row_taps = 1;  // the taps off the x axis
-                for (int a = 0; a + 1 < p.spatial_rank; a++) row_taps *= p.kernel_size[a];
+                const int64_t row_taps = taps_along(p, p.spatial_rank - 1);
                 const int64_t lines = act0.extent[kC] * row_taps * (std::min(vectors, kPixelVectorTile) + 1);
                 if (lines * 64 > kPixelVectorMaxTileBytes) return false;
             }
@@ -122,9 +129,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             if (p.strides[a] != 1) return false;
         }
         if (act0.extent[kX] != act1.extent[kX]) return false;
-        int64_t taps = 1;
-        for (int a = 0; a < p.spatial_rank; a++) taps *= p.kernel_size[a];
-        const bool small_planes_ok = d == Direction::kBackwardData && taps <= kFlatSmallPlaneTaps;
+        const bool small_planes_ok = d == Direction::kBackwardData && taps_along(p, p.spatial_rank) <= kFlatSmallPlaneTaps;
         const int min_plane = small_planes_ok ? kFlatPlaneMinSmallFilter : kFlatPlaneMin;
         if (act1.extent[kX] * act1.extent[canonical::kY] < min_plane) return false;
         // (x is contiguous: unit_stride_dim, below.)
