@@ -271,7 +271,8 @@ TEST(TfEdge, SmallGroupsStagedWithConstantStride) {
 // Filter gradients large enough for the reduction's cache blocking (cpu_bwd_weights.cpp:
 // chunks of ~512 KB of x and dy) to cut it several ways, each with a short last chunk:
 // rows of one image (71 rows: 36 + 35), groups of whole images (29 images: 14 + 14 + 1),
-// whole images with stride 2, grouped channels, and channels first.
+// whole images with stride 2, grouped channels, and channels first; and x's staged pixels
+// padded by a cache line (cpu_staging.h: 64 channels NHWC, 256 channels NCHW).
 TEST(TfEdge, CacheBlockedFilterGradient) {
     expect_matches_reference(conv({2, 71, 53, 32}, {3, 3, 32, 48}, "SAME", 1, 1));
     expect_matches_reference(conv({29, 10, 10, 64}, {3, 3, 64, 64}, "SAME", 1, 1));
@@ -281,6 +282,9 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
     c.data_format = "NCHW";
     c.input = {2, 32, 71, 53};
     expect_matches_reference(c);
+    const TfConv2D wide_pixels = as_nchw(conv({2, 6, 7, 256}, {3, 3, 256, 24}, "SAME", 1, 1));
+    expect_matches_reference(wide_pixels);
+    expect_kernel(wide_pixels, "bwd_weights_f32_ncx");
 }
 
 // Filter gradients with few input channels (cpu_bwd_weights.cpp: 3 channels by 4 vectors
