@@ -287,6 +287,21 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
     expect_kernel(wide_pixels, "bwd_weights_f32_ncx");
 }
 
+// Filter gradients with fewer than 8 chunks (small planes) split each chunk's tiles between
+// the threads, a task running its co blocks in series (cpu_bwd_weights.cpp, `co_oi`). On
+// AVX-512 f32 (8 x 32 tiles): a 1x1 layer with 5 ci blocks keeps 4 co tasks of 2 blocks over
+// its 5 co blocks (a guarded tail); a 3x3 layer has 72 other tasks, so all 3 co blocks run
+// in series; 20 channels take a partial co block.
+TEST(TfEdge, FewChunkFilterTasks) {
+    const std::vector<TfConv2D> cases = {conv({1, 9, 11, 40}, {1, 1, 40, 160}, "VALID", 1, 1),
+                                         conv({2, 7, 7, 64}, {3, 3, 64, 96}, "SAME", 1, 1),
+                                         conv({1, 6, 5, 24}, {1, 1, 24, 20}, "VALID", 1, 1)};
+    for (const TfConv2D &c : cases) {
+        expect_matches_reference(c);
+        expect_matches_reference(as_nchw(c));
+    }
+}
+
 // Filter gradients with few input channels (cpu_bwd_weights.cpp: 3 channels by 4 vectors
 // of co where ci is a multiple of 3 and co spans 4 vectors, else by 2): RGB stems with 7x7
 // and 3x3 filters, co a whole number of 4-vector tiles and not (70), 6 channels (two full
