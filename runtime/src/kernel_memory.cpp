@@ -13,6 +13,12 @@ namespace {
 // placement: with every block on the same offset in its page (aligned_alloc), the staged
 // copies' loads aliased the output's stores (NHWC mb_dw32_112's data gradient 0.92x).
 constexpr std::size_t kAlignment = 64;  // Halide asks for 64 (AVX-512 vectors)
+// Bytes past the end of every block: a guarded vector tail reads its last vector with masked
+// loads (AVX2 vmaskmovps), and QEMU's emulation faults on the masked-off lanes when they
+// cross into an unmapped page (hardware does not). The AVX2 ISA-path tests under qemu took
+// a SIGSEGV in 5-20 % of runs, in the filter gradient's final pass reading a block whose
+// last 28 bytes ended a page.
+constexpr std::size_t kTailSlack = 64;
 constexpr int kMinClass = 6;             // 64 bytes
 constexpr int kMaxClass = 18;            // kCachedBlockMax
 constexpr int kBlocksPerClass = 4;       // per thread: at most ~2 MB held per thread
@@ -100,7 +106,7 @@ void *kernel_malloc(void *, std::size_t bytes) {
     }
     const std::size_t capacity = c >= 0 ? (std::size_t(1) << c) : bytes;
     const std::size_t colour = c >= 0 ? 0 : kAlignment * (t_next_colour++ % kColours);
-    void *system = std::malloc(capacity + sizeof(Header) + kAlignment + colour);
+    void *system = std::malloc(capacity + sizeof(Header) + kAlignment + colour + kTailSlack);
     if (system == nullptr) return nullptr;
     const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(system) + sizeof(Header);
     void *ptr = reinterpret_cast<void *>((first + kAlignment - 1) / kAlignment * kAlignment + colour);
