@@ -221,7 +221,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // of x stays in L1 across its co blocks. (Against one task per tile, kernel alone on a
     // Xeon: rn50_3x3_14 1.23x, rn50_1x1_7 1.11x, batch-1 512->512 3x3 on 7x7 2.8x, smaller
     // layers 1.0-1.1x.) With fewer (1x1 layers with few input channels), enough co blocks
-    // stay parallel to make 16.
+    // stay parallel to make about 16 (5 other tasks: 5 co blocks in 3 tasks of 2, 2, 1).
     Var co_oo("co_oo"), co_oi("co_oi");
     const auto ceil_div = [](const Expr &extent, const Expr &factor) { return (extent + factor - 1) / factor; };
     auto nest = [&](Stage st, int ci_factor, int co_factor, bool row_taps, bool chunk_threads) {

@@ -289,9 +289,9 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
 
 // Filter gradients with fewer than 8 chunks (small planes) split each chunk's tiles between
 // the threads, a task running its co blocks in series (cpu_bwd_weights.cpp, `co_oi`). On
-// AVX-512 f32 (8 x 32 tiles): a 1x1 layer with 5 ci blocks keeps 4 co tasks of 2 blocks over
-// its 5 co blocks (a guarded tail); a 3x3 layer has 72 other tasks, so all 3 co blocks run
-// in series; 20 channels take a partial co block.
+// AVX-512 f32 (8 x 32 tiles): a 1x1 layer with 5 ci blocks splits its 5 co blocks into 3
+// tasks of 2, 2 and 1 (a guarded tail); a 3x3 layer has 72 other tasks, so all 3 co blocks
+// run in series; 20 channels take a partial co block.
 TEST(TfEdge, FewChunkFilterTasks) {
     const std::vector<TfConv2D> cases = {conv({1, 9, 11, 40}, {1, 1, 40, 160}, "VALID", 1, 1),
                                          conv({2, 7, 7, 64}, {3, 3, 64, 96}, "SAME", 1, 1),
