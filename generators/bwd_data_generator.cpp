@@ -33,6 +33,13 @@ public:
     // kChannelSlab; the registry routes no others to it): the filter is packed in slabs of
     // the tile's width, so each tile's reduction streams one contiguous block of it.
     GeneratorParam<bool> channel_slabs{"channel_slabs", false};
+    // true: the pointwise variant (nxc_pw: one tap, unit strides, no padding, dx channels per
+    // group a multiple of kPointwiseSlab; the registry routes no others to it, over the
+    // runtime's flattened positions). dx at each position reads dy at the same position, so
+    // the tiles read dy in place: no zero border and no staged copy, which for rn50_1x1_56
+    // (3 MB of dy per image, one flattened row) went past the L2 and back. Its filter is
+    // packed in slabs as in channel_slabs, of the pointwise tile's width.
+    GeneratorParam<bool> pointwise{"pointwise", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -61,8 +68,21 @@ public:
             s.w_local(ci, co, kx, ky, kz, g) = widen(w(ci, co, kx, ky, kz, g));
         }
 
-        // Channels-first pixel-vector variants stage whole rows (rows_over_zeros).
-        if (pixel_vectors && rows_contiguous(variant_layout())) {
+        s.tuned = schedule_params();
+        s.pointwise = pointwise;
+        if (pointwise && (variant_layout() != Layout::NXC || x_phases == 2 || pixel_vectors || small_groups ||
+                          channel_slabs || get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: pointwise is a CPU variant of layout=nxc alone");
+        }
+        if (pointwise) {
+            // In place: every position it reads is one of dx's (the tiles' bounds), inside dy.
+            s.dy_in = Func("dy_in");
+            Var c, x, y, z, g, n;
+            s.dy_in(c, x, y, z, g, n) = widen(dy(c, x, y, z, g, n));
+            // One tap: Halide knows it (the reduction has no tap loops) and checks it.
+            for (int d : {kKx, kKy, kKz}) w.dim(d).set_bounds(0, 1);
+        } else if (pixel_vectors && rows_contiguous(variant_layout())) {
+            // Channels-first pixel-vector variants stage whole rows (rows_over_zeros).
             s.dy_in = rows_over_zeros(dy, "dy_in");
         } else {
             s.dy_in = zero_padded(dy, "dy_in");
@@ -91,12 +111,13 @@ public:
             const Expr stride = s.phased && a == 0 ? Expr(2) : ax[a].stride;
             o[a] = t / stride;
             hit = hit && (t % stride == 0);
+            if (pointwise) o[a] = i[a];  // (strides 1, no padding: the registry's promise)
         }
         if (s.phased) o[0] += s.x;
 
         // Taps whose output position is not on the stride grid are structural zeros: the
         // predicate skips them (and their whole channel loop) instead of multiplying zeros.
-        s.r.where(hit);
+        if (!pointwise) s.r.where(hit);
         const std::vector<Var> pure = s.phased ? std::vector<Var>{s.c, s.x, s.p, s.y, s.z, s.g, s.n}
                                                : std::vector<Var>{s.c, s.x, s.y, s.z, s.g, s.n};
         s.acc = Func("acc");
@@ -107,16 +128,17 @@ public:
         // C_in apart: rn50_1x1_7's 4 MB filter, re-read for every row of dx, took a new pair
         // of lines 8 KB apart per output channel.
         Expr w_read = s.w_local(s.c, co, k[0], k[1], k[2], s.g);
-        if (channel_slabs) {
+        if (channel_slabs || pointwise) {
             const Layout l = variant_layout();
             if ((l != Layout::NXC && l != Layout::NCX) || s.phased || pixel_vectors || small_groups ||
                 get_target().has_gpu_feature()) {
                 throw std::invalid_argument("convgrad: channel_slabs is a CPU variant of layout=nxc or ncx alone");
             }
-            s.slab = schedule_params().get("vectors", 2) * get_target().natural_vector_size(at);
-            if (kChannelSlab % s.slab != 0) {
-                throw std::invalid_argument("convgrad: channel_slabs: a tile of " + std::to_string(s.slab) +
-                                            " channels does not divide kChannelSlab");
+            s.slab = s.tile_vectors(get_target()) * get_target().natural_vector_size(at);
+            const int slabs_of = pointwise ? kPointwiseSlab : kChannelSlab;
+            if (slabs_of % s.slab != 0) {
+                throw std::invalid_argument("convgrad: a tile of " + std::to_string(s.slab) +
+                                            " channels does not divide the registry's slab of " + std::to_string(slabs_of));
             }
             Var ci_i, co_, kx_, ky_, kz_, ci_o, g_;
             s.w_pack = Func("w_pack");
@@ -145,7 +167,6 @@ public:
         s.unit_stride = unit_stride();
         s.stride_2 = stride_2d(2);
         s.unit_dilation = unit_dilation();
-        s.tuned = schedule_params();
         s.c_extent = dx.dim(kC).extent();
         s.x_extent = dx.dim(kX).extent();  // q's extent in the x-phase variant
         s.y_extent = dx.dim(s.phased ? kY + 1 : kY).extent();

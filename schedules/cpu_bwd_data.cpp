@@ -61,8 +61,9 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
     // vectors x pixels accumulators: 12 of 32 registers with AVX-512, 6 of 16 otherwise.
     const int pixels = s.tuned.get("pixels", vector_registers(target) == 32 ? 6 : 3);
-    const int vectors = s.tuned.get("vectors", 2);
-    const bool rows7 = s.tuned.get("rows7", pixels == 6 ? 1 : 0) != 0;
+    const int vectors = s.tile_vectors(target);
+    // (4 x 7 pointwise tiles spill: rn50_1x1_56 1.2x slower than 4 x 6.)
+    const bool rows7 = s.tuned.get("rows7", pixels == 6 && vectors == 2 ? 1 : 0) != 0;
     Var c_o("c_o"), c_i("c_i"), x_o("x_o"), x_i("x_i"), g_o("g_o"), g_i("g_i");
 
     // The tiles write `out`: dx itself, or for channels-first layouts a staged dx_local
@@ -105,7 +106,9 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // saved for depthwise layers (memory bound), and rn50_1x1_56 copied 26 MB per call.
     // (The x-phase NXC variant keeps the whole copy: row blocks measured 10-15 % slower on
     // rn50_3x3s2_28, not understood yet.)
-    const bool stage_row_blocks = (layout == Layout::NXG || (layout == Layout::NXC && !s.phased)) && !s.staged_inputs;
+    // (The pointwise variant reads dy in place: nothing to stage.)
+    const bool stage_row_blocks =
+        (layout == Layout::NXG || (layout == Layout::NXC && !s.phased)) && !s.staged_inputs && !s.pointwise;
     const int block_rows = s.block_rows();
     // Channel slabs: each slab's tiles run over `x_oi`, a run of the row's x tiles: all of
     // them when the slab's filter (c x taps per output channel) outweighs the block's staged
@@ -116,7 +119,7 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // dl_3x3_d2 1.44x, rn50_3x3_14 1.19x, NCHW alike; rn50_1x1_56, whose 3 MB rows of dy
     // outweigh its 64 KB filter, 0.95x that way, hence the test).
     Var x_oo("x_oo"), x_oi("x_oi");
-    const Expr block_dy_rows = channels_first ? Expr(1) : Halide::min(block_rows, s.y_extent);
+    const Expr block_dy_rows = channels_first || s.pointwise ? Expr(1) : Halide::min(block_rows, s.y_extent);
     const Expr slab_outer = s.c_extent * s.kx_extent * s.ky_extent * s.kz_extent > block_dy_rows * s.x_extent;
     Var y_o("y_o"), y_i("y_i");
 

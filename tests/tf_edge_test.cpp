@@ -552,6 +552,29 @@ TEST(TfEdge, ChannelSlabFilters) {
     expect_kernel(partial, "bwd_data_f32_nxc");
 }
 
+// NHWC pointwise data gradients with whole slabs of 64 dx channels per group take the
+// pointwise kernel (nxc_pw: dy read in place, no staged rows; 4 x 6 tiles with AVX-512):
+// a flat row of 49 (a shifted last tile), rows of 288 at batch 1 (576 positions: two rows,
+// two threads), 4 positions (narrower than a tile), 2 groups of 64, and 36 output
+// channels (whole tiles). Not taken: 96 channels (nxc_cs), stride 2, a 3x3 filter, NCHW.
+TEST(TfEdge, PointwiseDataInPlace) {
+    const std::vector<TfConv2D> cases = {conv({2, 7, 7, 64}, {1, 1, 64, 40}, "VALID", 1, 1),
+                                         conv({1, 24, 24, 128}, {1, 1, 128, 50}, "SAME", 1, 1),
+                                         conv({3, 2, 2, 64}, {1, 1, 64, 33}, "VALID", 1, 1),
+                                         conv({1, 5, 6, 128}, {1, 1, 64, 48}, "VALID", 1, 1),  // 2 groups
+                                         conv({2, 6, 6, 192}, {1, 1, 192, 36}, "VALID", 1, 1)};
+    for (const TfConv2D &c : cases) {
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_data_f32_nxc_pw");
+    }
+    expect_kernel(conv({2, 7, 7, 96}, {1, 1, 96, 40}, "VALID", 1, 1), "bwd_data_f32_nxc_cs");
+    const TfConv2D strided = conv({1, 9, 9, 64}, {1, 1, 64, 40}, "VALID", 2, 2);
+    expect_matches_reference(strided);
+    expect_kernel(strided, "bwd_data_f32_nxc_cs");
+    expect_kernel(conv({1, 7, 7, 64}, {3, 3, 64, 40}, "SAME", 1, 1), "bwd_data_f32_nxc_cs");
+    expect_kernel(as_nchw(cases[0]), "bwd_data_f32_ncx_cs");
+}
+
 // NCHW pointwise filter gradients whose dy has at least as many channels per group as x,
 // and x at least kDyBroadcastMinChannels (32), take the dy-broadcast kernel (ncx_db: dy read
 // in place, x transposed): a flat row of 196, rows of 448 (28x112 planes), 48 channels (a

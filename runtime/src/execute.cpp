@@ -146,16 +146,19 @@ struct PreparedCall {
 // no partial tile at every row's end. Measured (alternated runs): rn50_1x1_56 NCHW data
 // 1.18x (56-pixel rows filled 3.5 of 4 vectors), filter 1.10x; rn50_1x1_7 NCHW 1.08x both;
 // rn50_1x1_56 NHWC filter 1.10x; NHWC data gradients unchanged.
-// The filter gradient takes the positions as rows of at most kPointwiseFilterRow (the
-// longest that divides them): its kernels cut the reduction into cache-sized chunks of rows,
-// and one row per image made each chunk a whole image (rn50_1x1_56: 4 MB, past the L2;
-// as 7 rows of 448, kernel alone 5.96 -> 5.23 ms).
-constexpr int64_t kPointwiseFilterRow = 512;
-constexpr int64_t kPointwiseFilterMinRow = 64;  // shorter rows: a whole plane, as before
+// The filter gradient takes the positions as rows of at most kPointwiseRow (the longest
+// that divides them): its kernels cut the reduction into cache-sized chunks of rows, and
+// one row per image made each chunk a whole image (rn50_1x1_56: 4 MB, past the L2; as 7
+// rows of 448, kernel alone 5.96 -> 5.23 ms). So does the channels-last data gradient,
+// whose threads take rows: one per image left a batch-1 layer on one thread (rn50_1x1_56
+// at batch 1, nxc_pw: 0.59 -> 0.39 ms). Channels-first data gradients keep one row per
+// image: their transposing copies ran 0.8x over rows of 448 (NCHW rn50_1x1_56, ncx_cs).
+constexpr int64_t kPointwiseRow = 512;
+constexpr int64_t kPointwiseMinRow = 64;  // shorter rows: a whole plane, as before
 
-int64_t pointwise_row(int64_t positions, Direction d) {
-    if (d != Direction::kBackwardWeights || positions <= kPointwiseFilterRow) return positions;
-    for (int64_t row = kPointwiseFilterRow; row >= kPointwiseFilterMinRow; row--) {
+int64_t pointwise_row(int64_t positions, bool rows) {
+    if (!rows || positions <= kPointwiseRow) return positions;
+    for (int64_t row = kPointwiseRow; row >= kPointwiseMinRow; row--) {
         if (positions % row == 0) return row;
     }
     return positions;
@@ -169,7 +172,8 @@ void flatten_pointwise(ConvProblem &p, CallViews &v, Direction d) {
     }
     int64_t positions = 1;
     for (int a = 0; a < p.spatial_rank; a++) positions *= p.input_size[a];
-    const int64_t row = pointwise_row(positions, d), rows = positions / row;
+    const bool rows_wanted = d == Direction::kBackwardWeights || v.result.stride[canonical::kC] == 1;
+    const int64_t row = pointwise_row(positions, rows_wanted), rows = positions / row;
     p.spatial_rank = rows == 1 ? 1 : 2;
     p.input_size = p.output_size = {row, rows, 1};
     p.kernel_size = p.strides = p.dilations = {1, 1, 1};

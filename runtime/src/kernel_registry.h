@@ -32,6 +32,7 @@ struct LayoutRequirement {
     bool channel_slabs = false;  // nxc_cs, ncx_cs: dx channels per group a multiple of kChannelSlab
     bool dy_broadcasts = false;  // ncx_db: pointwise, at least kDyBroadcastMinChannels x channels
                                  // per group and as many dy channels
+    bool pointwise = false;      // nxc_pw: pointwise, dx channels per group a multiple of kPointwiseSlab
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -61,6 +62,10 @@ constexpr int kSmallGroupChannels = 16;
 // The channel-slab variants (nxc_cs, ncx_cs) take dx channels per group in multiples of this
 // (generators/bwd_data.h: every target's tile width divides it).
 constexpr int kChannelSlab = 32;
+// The pointwise data-gradient variant (nxc_pw: every kernel size 1, unit strides, no padding,
+// over the flattened positions) takes dx channels per group in multiples of this
+// (generators/bwd_data.h: every target's pointwise tile width divides it).
+constexpr int kPointwiseSlab = 64;
 // The dy-broadcast variant (ncx_db) takes pointwise filter gradients (every kernel size 1,
 // unit strides, no padding: long flattened rows) whose dy has at least as many channels per
 // group as x, and x at least this many (its AVX-512 float32 tile's vectors of ci). There it

@@ -1,10 +1,11 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
 // per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
-// contiguous, ncg_fp, ncg_px and ncg with rows contiguous), the channel-contiguous ones (nxc_px for
-// few channels, nxc_sg for small groups, nxc_cs for whole slabs of channels, nxc), the
-// row-contiguous ones (ncx_px for few channels, ncx_cs, ncx_db for pointwise filter
-// gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels.
+// contiguous, ncg_fp, ncg_px and ncg with rows contiguous), the channel-contiguous ones
+// (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for small groups, nxc_cs for
+// whole slabs of channels, nxc), the row-contiguous ones (ncx_px for few channels, ncx_cs,
+// ncx_db for pointwise filter gradients, ncx), then the stride-agnostic (any) one; then the
+// GPU kernels.
 // The first entry that accepts a problem runs.
 #include <algorithm>
 
@@ -43,6 +44,7 @@ constexpr LayoutRequirement layout_nxc_s2_px = {kC, false, true, true};
 constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
 constexpr LayoutRequirement layout_nxc_sg = {kC, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_cs = {kC, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_nxc_pw = {kC, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
@@ -147,6 +149,9 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     if (needs.dy_broadcasts) {
         if (!is_pointwise(p) || act0.extent[kC] < kDyBroadcastMinChannels || act1.extent[kC] < act0.extent[kC]) return false;
     }
+    // Pointwise data-gradient kernels read dy at dx's own positions: one tap, unit strides,
+    // no padding (as flattened: runtime/src/execute.cpp), and whole slabs of dx channels.
+    if (needs.pointwise && (!is_pointwise(p) || act1.extent[kC] % kPointwiseSlab != 0)) return false;
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
 }

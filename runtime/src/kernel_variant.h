@@ -4,11 +4,12 @@
 // stride 2 along x) and `_px` (vectors of pixels along x: few input channels in NXC, rows
 // in channels-first layouts), in that order, or `_sg` (the data gradient's NXC variant for
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
-// the tile's width), or `_db` (the filter gradient's channels-first tiles that broadcast dy
+// the tile's width), or `_pw` (the data gradient's pointwise NXC tiles that read dy in
+// place), or `_db` (the filter gradient's channels-first tiles that broadcast dy
 // in place), or `_fp` (depthwise channels-first planes seen flat, as one row each):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
-// small_groups=true, "ncx_cs" is layout=ncx channel_slabs=true, "ncg_fp" is layout=ncg
-// flat_planes=true.
+// small_groups=true, "ncx_cs" is layout=ncx channel_slabs=true, "nxc_pw" is layout=nxc
+// pointwise=true, "ncg_fp" is layout=ncg flat_planes=true.
 #pragma once
 
 #include <string>
@@ -22,6 +23,7 @@ struct KernelVariant {
     bool pixel_vectors = false;
     bool small_groups = false;
     bool channel_slabs = false;
+    bool pointwise = false;
     bool dy_broadcasts = false;
     bool flat_planes = false;
 
@@ -37,6 +39,7 @@ struct KernelVariant {
         };
         v.small_groups = strip("_sg");
         v.channel_slabs = strip("_cs");
+        v.pointwise = strip("_pw");
         v.dy_broadcasts = strip("_db");
         v.flat_planes = strip("_fp");
         v.pixel_vectors = strip("_px");
@@ -46,13 +49,14 @@ struct KernelVariant {
     }
 
     // The generator params (`key=value`) after dtype; both generators take pixel_vectors and
-    // flat_planes, only the data gradient's takes x_phases, small_groups and channel_slabs,
+    // flat_planes, only the data gradient's takes x_phases, small_groups, channel_slabs and pointwise,
     // only the filter gradient's dy_broadcasts.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
         if (data) out.push_back(std::string("small_groups=") + (small_groups ? "true" : "false"));
         if (data) out.push_back(std::string("channel_slabs=") + (channel_slabs ? "true" : "false"));
+        if (data) out.push_back(std::string("pointwise=") + (pointwise ? "true" : "false"));
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
         out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
@@ -62,7 +66,7 @@ struct KernelVariant {
 
 // The kernel variants of one (direction, dtype) for the given layouts, in dispatch order
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
-// before dense, flat-plane, pixel-vector, small-group and channel-slab variants before the layout they refine
+// before dense, flat-plane, pixel-vector, pointwise, small-group and channel-slab variants before the layout they refine
 // (built for the dtypes with native float arithmetic, f32 and f64, as in
 // generators/CMakeLists.txt: `native_floats`), the generic `any` last.
 inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, bool native_floats) {
@@ -73,12 +77,12 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
         return false;
     };
     std::vector<std::string> order;
-    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg_px", "ncg", "nxc_px", "nxc_sg", "nxc_cs", "nxc", "ncx_px", "ncx_cs", "ncx", "any"};
+    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg_px", "ncg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_px", "ncx_cs", "ncx", "any"};
     else order = {"nxg", "ncg_fp", "ncg_px", "ncg", "nxc", "ncx_db", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
-        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.dy_broadcasts || k.flat_planes))) out.push_back(v);
+        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.flat_planes))) out.push_back(v);
     }
     return out;
 }
