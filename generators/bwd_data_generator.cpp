@@ -33,12 +33,13 @@ public:
     // kChannelSlab; the registry routes no others to it): the filter is packed in slabs of
     // the tile's width, so each tile's reduction streams one contiguous block of it.
     GeneratorParam<bool> channel_slabs{"channel_slabs", false};
-    // true: the pointwise variant (nxc_pw: one tap, unit strides, no padding, dx channels per
-    // group a multiple of kPointwiseSlab; the registry routes no others to it, over the
-    // runtime's flattened positions). dx at each position reads dy at the same position, so
-    // the tiles read dy in place: no zero border and no staged copy, which for rn50_1x1_56
-    // (3 MB of dy per image, one flattened row) went past the L2 and back. Its filter is
-    // packed in slabs as in channel_slabs, of the pointwise tile's width.
+    // true: the pointwise variants (one tap, unit strides, no padding; the registry routes
+    // no others to them, over the runtime's flattened positions): nxc_pw (dx channels per
+    // group a multiple of kPointwiseSlab; its filter packed in slabs as in channel_slabs, of
+    // the pointwise tile's width) and ncx_px_pw (rows of pixel vectors). dx at each position
+    // reads dy at the same position, so the tiles read dy in place: no zero border and no
+    // staged copy, which for rn50_1x1_56 (3 MB of dy per image, one flattened row) went
+    // past the L2 and back.
     GeneratorParam<bool> pointwise{"pointwise", false};
 
     void configure() {
@@ -70,9 +71,12 @@ public:
 
         s.tuned = schedule_params();
         s.pointwise = pointwise;
-        if (pointwise && (variant_layout() != Layout::NXC || x_phases == 2 || pixel_vectors || small_groups ||
-                          channel_slabs || get_target().has_gpu_feature())) {
-            throw std::invalid_argument("convgrad: pointwise is a CPU variant of layout=nxc alone");
+        // Pointwise tiles: NXC's over channel vectors (nxc_pw), NCX's over pixel vectors
+        // (ncx_px_pw).
+        const bool pointwise_layout = variant_layout() == (pixel_vectors ? Layout::NCX : Layout::NXC);
+        if (pointwise && (!pointwise_layout || x_phases == 2 || small_groups || channel_slabs ||
+                          get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: pointwise is a CPU variant of layout=nxc, or ncx with pixel_vectors");
         }
         if (pointwise) {
             // In place: every position it reads is one of dx's (the tiles' bounds), inside dy.
@@ -128,7 +132,7 @@ public:
         // C_in apart: rn50_1x1_7's 4 MB filter, re-read for every row of dx, took a new pair
         // of lines 8 KB apart per output channel.
         Expr w_read = s.w_local(s.c, co, k[0], k[1], k[2], s.g);
-        if (channel_slabs || pointwise) {
+        if (channel_slabs || (pointwise && !pixel_vectors)) {
             const Layout l = variant_layout();
             if ((l != Layout::NXC && l != Layout::NCX) || s.phased || pixel_vectors || small_groups ||
                 get_target().has_gpu_feature()) {

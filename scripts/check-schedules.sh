@@ -38,11 +38,12 @@ n=0
 for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-linux-avx-avx2-f16c-fma-sse41 \
               x86-64-linux-sse41 x86-64-linux arm-64-linux; do
   for dtype in float32 float64 float16 bfloat16 int32; do
-    for variant in nxc ncx nxg ncg any nxc_s2 nxg_s2 nxc_sg nxc_cs nxc_pw ncx_cs ncx_db ncg_fp; do
+    for variant in nxc ncx nxg ncg any nxc_s2 nxg_s2 nxc_sg nxc_cs nxc_pw ncx_px_pw ncx_cs ncx_db ncg_fp; do
       case $variant in  # _s2, _sg, _cs and _pw are the data gradient's alone, _db the filter gradient's
         *_s2) params="layout=${variant%_s2} x_phases=2"; dirs=data ;;
         *_sg) params="layout=${variant%_sg} small_groups=true"; dirs=data ;;
         *_cs) params="layout=${variant%_cs} channel_slabs=true"; dirs=data ;;
+        ncx_px_pw) params="layout=ncx pixel_vectors=true pointwise=true"; dirs=data ;;
         *_pw) params="layout=${variant%_pw} pointwise=true"; dirs=data ;;
         *_db) params="layout=${variant%_db} dy_broadcasts=true"; dirs=weights ;;
         *_fp) params="layout=${variant%_fp} flat_planes=true"; dirs="data weights" ;;

@@ -402,7 +402,8 @@ TEST(TfEdge, DepthwiseManyGroupsFilter) {
 // channels), channel counts that leave a shifted last tile, 8-channel groups, dilation;
 // rows that tiles would cover poorly (33 pixels) keep the channel-vector ncx kernel, and so
 // do layers whose tiles would reduce over more than 64 KB of dy's rows (kernel_registry.h):
-// 256 dy channels, pointwise (ncx_cs for whole slabs of dx channels, else ncx) and 3x3.
+// 256 dy channels over 3x3 taps (ncx_cs for whole slabs of dx channels, else ncx), and 160
+// over 3x3. Pointwise layers (dy in place) take ncx_px_pw whatever their dy channels.
 TEST(TfEdge, ChannelsFirstRowTiles) {
     const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t out, std::string padding,
                          int64_t stride) {
@@ -430,9 +431,12 @@ TEST(TfEdge, ChannelsFirstRowTiles) {
     const TfConv2D poorly_covered = nchw(1, 5, 33, 16, 3, 8, "SAME", 1);
     expect_matches_reference(poorly_covered);
     expect_kernel(poorly_covered, "bwd_data_f32_ncx");
-    const TfConv2D wide_dy_slabs = nchw(1, 4, 80, 32, 1, 256, "VALID", 1);
+    const TfConv2D wide_dy_slabs = nchw(1, 4, 80, 32, 3, 256, "SAME", 1);
     expect_matches_reference(wide_dy_slabs);
     expect_kernel(wide_dy_slabs, "bwd_data_f32_ncx_cs");
+    const TfConv2D wide_dy_pointwise = nchw(1, 4, 80, 32, 1, 256, "VALID", 1);
+    expect_matches_reference(wide_dy_pointwise);
+    expect_kernel(wide_dy_pointwise, "bwd_data_f32_ncx_px_pw");
     const TfConv2D wide_dy = nchw(1, 6, 32, 24, 3, 160, "SAME", 1);
     expect_matches_reference(wide_dy);
     expect_kernel(wide_dy, "bwd_data_f32_ncx");
@@ -552,11 +556,14 @@ TEST(TfEdge, ChannelSlabFilters) {
     expect_kernel(partial, "bwd_data_f32_nxc");
 }
 
-// NHWC pointwise data gradients with whole slabs of 64 dx channels per group take the
-// pointwise kernel (nxc_pw: dy read in place, no staged rows; 4 x 6 tiles with AVX-512):
-// a flat row of 49 (a shifted last tile), rows of 288 at batch 1 (576 positions: two rows,
-// two threads), 4 positions (narrower than a tile), 2 groups of 64, and 36 output
-// channels (whole tiles). Not taken: 96 channels (nxc_cs), stride 2, a 3x3 filter, NCHW.
+// Pointwise data gradients read dy in place. NHWC with whole slabs of 64 dx channels per
+// group (nxc_pw: 4 x 6 tiles with AVX-512): a flat row of 49 (a shifted last tile), rows
+// of 288 at batch 1 (576 positions: two rows, two threads), 4 positions (narrower than a
+// tile), 2 groups of 64, and 36 output channels. Not taken: 96 channels (nxc_cs), stride
+// 2, a 3x3 filter. NCHW with rows of pixel vectors (ncx_px_pw: channel tiles of 6 x 4
+// vectors of a row): rows of 288 and 64 positions (shifted last channel tiles), a 45-pixel
+// row (a shifted last run) of 96 channels (whole channel tiles), 2 groups of 20; rows that
+// vectors fill badly (49) and narrower than a vector (4) keep ncx_cs.
 TEST(TfEdge, PointwiseDataInPlace) {
     const std::vector<TfConv2D> cases = {conv({2, 7, 7, 64}, {1, 1, 64, 40}, "VALID", 1, 1),
                                          conv({1, 24, 24, 128}, {1, 1, 128, 50}, "SAME", 1, 1),
@@ -572,7 +579,16 @@ TEST(TfEdge, PointwiseDataInPlace) {
     expect_matches_reference(strided);
     expect_kernel(strided, "bwd_data_f32_nxc_cs");
     expect_kernel(conv({1, 7, 7, 64}, {3, 3, 64, 40}, "SAME", 1, 1), "bwd_data_f32_nxc_cs");
+    const std::vector<TfConv2D> rows = {conv({1, 24, 24, 128}, {1, 1, 128, 50}, "SAME", 1, 1),
+                                        conv({2, 8, 8, 64}, {1, 1, 64, 40}, "VALID", 1, 1),
+                                        conv({1, 5, 9, 96}, {1, 1, 96, 70}, "VALID", 1, 1),
+                                        conv({2, 4, 12, 40}, {1, 1, 20, 16}, "VALID", 1, 1)};  // 2 groups
+    for (const TfConv2D &c : rows) {
+        expect_matches_reference(as_nchw(c));
+        expect_kernel(as_nchw(c), "bwd_data_f32_ncx_px_pw");
+    }
     expect_kernel(as_nchw(cases[0]), "bwd_data_f32_ncx_cs");
+    expect_kernel(as_nchw(cases[2]), "bwd_data_f32_ncx_cs");
 }
 
 // NCHW pointwise filter gradients whose dy has at least as many channels per group as x,
@@ -604,14 +620,14 @@ TEST(TfEdge, DyBroadcastFilters) {
 // Pointwise convolutions (1x1, unit strides, no padding) run as 1-D ones over the flattened
 // positions (runtime/src/execute.cpp: flatten_pointwise): 14x14 NCHW planes are then one
 // 196-pixel row, which the row-vector kernel takes (14-pixel rows it does not). NHWC and
-// NCHW, grouped, gapped views (not flattened), and 1x1 with padding (not pointwise). The
-// filter gradient takes planes over 512 positions as rows of the longest divisor up to 512
-// (24x32: 2 rows of 384), or one row where no divisor of at least 64 exists (23x29).
+// NCHW, grouped, gapped views (not flattened), and 1x1 with padding (not pointwise). Planes
+// over 512 positions are taken as rows of the longest divisor up to 512 (24x32: 2 rows of
+// 384), or one row where no divisor of at least 64 exists (23x29).
 TEST(TfEdge, PointwiseFlattened) {
     const auto pointwise = [](int64_t h, int64_t w, int64_t c, int64_t co, int64_t groups) {
         return conv({2, h, w, c}, {1, 1, c / groups, co}, "VALID", 1, 1);
     };
-    expect_kernel(as_nchw(pointwise(14, 14, 8, 16, 1)), "bwd_data_f32_ncx_px");
+    expect_kernel(as_nchw(pointwise(14, 14, 8, 16, 1)), "bwd_data_f32_ncx_px_pw");
     for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{14, 14}, {7, 7}, {5, 13}, {1, 40}, {24, 32}, {23, 29}}) {
         for (int64_t groups : {1, 4}) {
             expect_matches_reference(pointwise(h, w, 8, 12, groups));

@@ -149,15 +149,16 @@ struct PreparedCall {
 // The filter gradient takes the positions as rows of at most kPointwiseRow (the longest
 // that divides them): its kernels cut the reduction into cache-sized chunks of rows, and
 // one row per image made each chunk a whole image (rn50_1x1_56: 4 MB, past the L2; as 7
-// rows of 448, kernel alone 5.96 -> 5.23 ms). So does the channels-last data gradient,
-// whose threads take rows: one per image left a batch-1 layer on one thread (rn50_1x1_56
-// at batch 1, nxc_pw: 0.59 -> 0.39 ms). Channels-first data gradients keep one row per
-// image: their transposing copies ran 0.8x over rows of 448 (NCHW rn50_1x1_56, ncx_cs).
+// rows of 448, kernel alone 5.96 -> 5.23 ms). So does the data gradient, whose threads
+// take rows: one per image left a batch-1 layer on one thread (rn50_1x1_56 at batch 1,
+// nxc_pw: 0.59 -> 0.39 ms). (NCHW rn50_1x1_56 ran 0.8x over rows of 448 on ncx_cs, whose
+// transposing copies go by rows; its pointwise layers with rows of 16 or more positions
+// now take ncx_px_pw.)
 constexpr int64_t kPointwiseRow = 512;
 constexpr int64_t kPointwiseMinRow = 64;  // shorter rows: a whole plane, as before
 
-int64_t pointwise_row(int64_t positions, bool rows) {
-    if (!rows || positions <= kPointwiseRow) return positions;
+int64_t pointwise_row(int64_t positions) {
+    if (positions <= kPointwiseRow) return positions;
     for (int64_t row = kPointwiseRow; row >= kPointwiseMinRow; row--) {
         if (positions % row == 0) return row;
     }
@@ -172,8 +173,7 @@ void flatten_pointwise(ConvProblem &p, CallViews &v, Direction d) {
     }
     int64_t positions = 1;
     for (int a = 0; a < p.spatial_rank; a++) positions *= p.input_size[a];
-    const bool rows_wanted = d == Direction::kBackwardWeights || v.result.stride[canonical::kC] == 1;
-    const int64_t row = pointwise_row(positions, rows_wanted), rows = positions / row;
+    const int64_t row = pointwise_row(positions), rows = positions / row;
     p.spatial_rank = rows == 1 ? 1 : 2;
     p.input_size = p.output_size = {row, rows, 1};
     p.kernel_size = p.strides = p.dilations = {1, 1, 1};

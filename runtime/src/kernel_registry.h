@@ -32,7 +32,8 @@ struct LayoutRequirement {
     bool channel_slabs = false;  // nxc_cs, ncx_cs: dx channels per group a multiple of kChannelSlab
     bool dy_broadcasts = false;  // ncx_db: pointwise, at least kDyBroadcastMinChannels x channels
                                  // per group and as many dy channels
-    bool pointwise = false;      // nxc_pw: pointwise, dx channels per group a multiple of kPointwiseSlab
+    bool pointwise = false;      // nxc_pw, ncx_px_pw: pointwise data gradients; nxc_pw: dx
+                                 // channels per group a multiple of kPointwiseSlab
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).

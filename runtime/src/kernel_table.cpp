@@ -3,8 +3,9 @@
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
 // contiguous, ncg_fp, ncg_px and ncg with rows contiguous), the channel-contiguous ones
 // (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for small groups, nxc_cs for
-// whole slabs of channels, nxc), the row-contiguous ones (ncx_px for few channels, ncx_cs,
-// ncx_db for pointwise filter gradients, ncx), then the stride-agnostic (any) one; then the
+// whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw for pointwise data
+// gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_db for pointwise filter
+// gradients, ncx), then the stride-agnostic (any) one; then the
 // GPU kernels.
 // The first entry that accepts a problem runs.
 #include <algorithm>
@@ -45,6 +46,7 @@ constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
 constexpr LayoutRequirement layout_nxc_sg = {kC, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_cs = {kC, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_pw = {kC, false, false, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_ncx_px_pw = {kX, false, false, true, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
@@ -114,7 +116,9 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             // There the channel-vector kernels ran 1.4-2.4x faster (NCHW rn50_1x1_56; 256 dy
             // channels over 3x3 taps, and 128 over 28-pixel rows); at rn50_3x3_56's 64 the
             // two tie.
-            if (d == Direction::kBackwardData) {
+            // (Pointwise tiles read dy in place, every channel tile of a run of pixels in
+            // turn, so they share that block of dy from cache instead.)
+            if (d == Direction::kBackwardData && !needs.pointwise) {
                 const int64_t row_taps = taps_along(p, p.spatial_rank - 1);
                 const int64_t lines = act0.extent[kC] * row_taps * (std::min(vectors, kPixelVectorTile) + 1);
                 if (lines * 64 > kPixelVectorMaxTileBytes) return false;
@@ -150,8 +154,11 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (!is_pointwise(p) || act0.extent[kC] < kDyBroadcastMinChannels || act1.extent[kC] < act0.extent[kC]) return false;
     }
     // Pointwise data-gradient kernels read dy at dx's own positions: one tap, unit strides,
-    // no padding (as flattened: runtime/src/execute.cpp), and whole slabs of dx channels.
-    if (needs.pointwise && (!is_pointwise(p) || act1.extent[kC] % kPointwiseSlab != 0)) return false;
+    // no padding (as flattened: runtime/src/execute.cpp); NXC's in whole slabs of dx channels.
+    if (needs.pointwise) {
+        if (!is_pointwise(p)) return false;
+        if (needs.unit_stride_dim == kC && act1.extent[kC] % kPointwiseSlab != 0) return false;
+    }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
 }

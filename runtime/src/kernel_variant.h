@@ -4,8 +4,8 @@
 // stride 2 along x) and `_px` (vectors of pixels along x: few input channels in NXC, rows
 // in channels-first layouts), in that order, or `_sg` (the data gradient's NXC variant for
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
-// the tile's width), or `_pw` (the data gradient's pointwise NXC tiles that read dy in
-// place), or `_db` (the filter gradient's channels-first tiles that broadcast dy
+// the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
+// `nxc_pw`, `ncx_px_pw`), or `_db` (the filter gradient's channels-first tiles that broadcast dy
 // in place), or `_fp` (depthwise channels-first planes seen flat, as one row each):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
 // small_groups=true, "ncx_cs" is layout=ncx channel_slabs=true, "nxc_pw" is layout=nxc
@@ -77,7 +77,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
         return false;
     };
     std::vector<std::string> order;
-    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg_px", "ncg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_px", "ncx_cs", "ncx", "any"};
+    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg_px", "ncg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
     else order = {"nxg", "ncg_fp", "ncg_px", "ncg", "nxc", "ncx_db", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
