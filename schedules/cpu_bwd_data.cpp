@@ -99,7 +99,7 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
             }
             if (local_row_blocks) {
                 st.split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf)
-                    .reorder(x_i, vi, s.g, x_o, vo, y_i, s.z, y_o, s.n)  // blocks of rows outermost
+                    .reorder(x_i, vi, s.g, x_o, vo, y_i, y_o, s.z, s.n)  // blocks of a plane's rows outermost
                     .vectorize(x_i).unroll(vi).parallel(y_o).parallel(s.n);
                 return;
             }
