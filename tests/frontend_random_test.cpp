@@ -266,18 +266,22 @@ TEST(OnnxRandom, ConvTranspose) {
 // few channels per group), over several blocks of staged dy rows (a short last block) and
 // several planes: each block is staged once for every plane and group, and a wrong plane or
 // row offset in the staging shows up here (random cases are too small to reach these kernels).
+// Also the channel-slab kernel ncx_cs (40 dy channels over 3x3 rows of taps: more lines than
+// ncx_px takes), whose tiles write dx per block of one plane's rows: 3 planes of 11 rows.
 TEST(OneDnnGraphFixed, RowTileKernels3D) {
     Rng rng(9009);
     struct Case {
         bool nxc;
         int64_t groups, cin, cout;
         const char *kernel;
+        std::vector<int64_t> in = {4, 19, 32};  // (ncx_cs: a smaller volume keeps the reference quick)
     };
     for (const Case &k : {Case{false, 1, 8, 8, "bwd_data_f32_ncx_px"}, Case{false, 2, 6, 4, "bwd_data_f32_ncx_px"},
-                          Case{true, 1, 3, 5, "bwd_data_f32_nxc_px"}, Case{true, 4, 16, 8, "bwd_data_f32_nxc_px"}}) {
+                          Case{true, 1, 3, 5, "bwd_data_f32_nxc_px"}, Case{true, 4, 16, 8, "bwd_data_f32_nxc_px"},
+                          Case{false, 1, 32, 40, "bwd_data_f32_ncx_cs", {3, 11, 32}}}) {
         NdConv c;
         c.rank = 3, c.batch = 2, c.groups = k.groups, c.cin = k.cin, c.cout = k.cout;
-        c.in = {4, 19, 32}, c.out = c.in, c.kernel = {3, 3, 3}, c.stride = {1, 1, 1}, c.dilation = {1, 1, 1};
+        c.in = k.in, c.out = c.in, c.kernel = {3, 3, 3}, c.stride = {1, 1, 1}, c.dilation = {1, 1, 1};
         c.pad_begin = {1, 1, 1};
         const Layouts l{3, k.nxc, false};
         onednn::ConvAttrs a;
