@@ -30,7 +30,8 @@ struct BwdDataStages {
     // e.g. ResNeXt's 8): dy is staged with kSmallGroupChannels slots per pixel, so the tiles'
     // pixels are a constant stride apart (cpu_bwd_data.cpp).
     bool small_groups = false;
-    // The pointwise variant (nxc_pw): dy read in place, no staged rows (bwd_data_generator.cpp).
+    // The pointwise variants (nxc_pw, ncx_px_pw): dy read in place, no staged rows
+    // (bwd_data_generator.cpp).
     bool pointwise = false;
     RDom r;          // (co, kx, ky, kz)
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset

@@ -113,15 +113,14 @@ public:
             // Halide's / and % round towards -inf, so a negative t lands outside [0, O).
             Expr t = i[a] + ax[a].pad_begin - k[a] * ax[a].dilation;
             const Expr stride = s.phased && a == 0 ? Expr(2) : ax[a].stride;
-            o[a] = t / stride;
-            hit = hit && (t % stride == 0);
-            if (pointwise) o[a] = i[a];  // (strides 1, no padding: the registry's promise)
+            o[a] = pointwise ? i[a] : t / stride;  // (pointwise: strides 1, no padding, the registry's promise)
+            if (!pointwise) hit = hit && (t % stride == 0);
         }
         if (s.phased) o[0] += s.x;
 
         // Taps whose output position is not on the stride grid are structural zeros: the
         // predicate skips them (and their whole channel loop) instead of multiplying zeros.
-        if (!pointwise) s.r.where(hit);
+        s.r.where(hit);  // (pointwise: true)
         const std::vector<Var> pure = s.phased ? std::vector<Var>{s.c, s.x, s.p, s.y, s.z, s.g, s.n}
                                                : std::vector<Var>{s.c, s.x, s.y, s.z, s.g, s.n};
         s.acc = Func("acc");

@@ -186,6 +186,10 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
     // (Pointwise: no staged blocks, so threads take rows, of the runtime's flattened
     // positions: with blocks of 8, a batch of one ran on one thread.)
     const int block_rows = s.pointwise ? 1 : s.block_rows();
+    // The tile's loop and the one around it: runs of pixels (x_o) and channel tiles (c_o).
+    // Pointwise (ncx_px_pw: dy in place): every channel tile of a run of pixels before the
+    // next run, so the tiles share dy's block (its channels x the run) from cache.
+    const Var &tile_loop = s.pointwise ? c_o : x_o, &around_tile = s.pointwise ? x_o : c_o;
 
     // The x-phase view in NCX (ncx_s2_px): both phases in the tile, p just outside the
     // vectors, so each vector's two stride-2 stores interleave into contiguous ones (NXC
@@ -200,9 +204,7 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
         std::vector<VarOrRVar> loops = {x_i};
         if (phases_in_tile) loops.push_back(s.p);
         loops.insert(layout == Layout::NCX ? loops.end() : loops.begin(), c_i);
-        // Pointwise (ncx_px_pw: dy in place): every channel tile of a run of pixels before
-        // the next run, so the tiles share dy's block (its channels x the run) from cache.
-        for (const Var &d : {s.pointwise ? c_o : x_o, s.pointwise ? x_o : c_o}) loops.push_back(d);
+        for (const Var &d : {tile_loop, around_tile}) loops.push_back(d);
         if (s.phased && !phases_in_tile) loops.push_back(s.p);
         // z inside the blocks too: staged per (block, plane), a 3-D layer's 3x3x3 taps
         // re-staged each dy row 3.75 times (u3d_3x3x3_32: 8 % slower than one whole copy).
@@ -277,7 +279,7 @@ void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout
         pixel_tile.stores(st, x_i);
     }
     nest(s.dx, 1, 1);
-    pixel_tile.accumulators(s.pointwise ? c_o : x_o);  // the tile's loop: the inner of the two
+    pixel_tile.accumulators(tile_loop);
 }
 
 }  // namespace convgrad::gen

@@ -5,8 +5,7 @@
 // (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for small groups, nxc_cs for
 // whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw for pointwise data
 // gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_db for pointwise filter
-// gradients, ncx), then the stride-agnostic (any) one; then the
-// GPU kernels.
+// gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels.
 // The first entry that accepts a problem runs.
 #include <algorithm>
 
