@@ -155,7 +155,7 @@ public:
     ScheduleParams() = default;
     ScheduleParams(const std::string &text, const Target &t) : isa_(isa_path(t)) {
         static const char *const known[] = {"pixels", "vectors", "rows7", "px_vectors", "block_rows", "ci_tile", "co_vectors",
-                                            "dw_rows", "chunk_kb", "chunk_positions", "block", "rows_per_part"};
+                                            "dw_rows", "chunk_kb", "chunk_positions", "chunk_max_kb", "block", "rows_per_part"};
         std::stringstream items(text);
         std::string item;
         while (std::getline(items, item, '/')) {

@@ -187,7 +187,22 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         ? Halide::max(1, Halide::cast<int>(Halide::min(data_bytes / (chunk_bytes * group_scale),
                                                        positions / chunk_positions)))
         : Expr(1);
-    const Expr chunk_rows = (s.reduction_rows + chunks - 1) / chunks;
+    // The positions floor must not make a chunk outgrow the L2 where rows are long: pointwise
+    // planes come as rows of up to 512 positions (runtime/src/execute.cpp), so 512 positions
+    // took two rows, 1.15 MB of x and dy for rn50_1x1_56 and 2 MB for 128->512 on 28x28. The
+    // tiles read dy's pixels 1-2 KB apart (a line per pixel and vector), a strided stream
+    // that then came from L3. Chunks are capped at `chunk_max_kb` of rows (times the groups'
+    // scale) where the filter, written once more per extra chunk, is at most a quarter of
+    // that: kernel alone on the Xeon, rn50_1x1_56 NHWC 1.06-1.08x, 128->512 on 28x28
+    // 1.39-1.40x; the layers with larger filters (rn50_1x1_7, rn50_3x3_14, dl_3x3_d2) keep
+    // the floor. Not in ncx_db, whose dy rows stream in place and contiguous: capped, NCHW
+    // rn50_1x1_56 ran 0.95-0.97x.
+    const float chunk_cap = 1024.f * float(s.tuned.get("chunk_max_kb", 1024));
+    const Expr filter_bytes = Halide::cast<float>(s.ci_extent * s.co_extent) *
+                              Halide::cast<float>(s.kx_extent * s.ky_extent * s.kz_extent * s.g_extent) * float(bytes);
+    const Expr row_cap = Halide::max(1, Halide::cast<int>(chunk_cap * group_scale / Halide::max(s.row_bytes, 1.f)));
+    const Expr cap_rows = Halide::select(!s.dy_broadcasts && filter_bytes <= chunk_cap / 4, row_cap, s.reduction_rows);
+    const Expr chunk_rows = Halide::min((s.reduction_rows + chunks - 1) / chunks, cap_rows);
     // A chunk is part of a plane (rows of one image) or whole planes: the row loop inside is
     // a plain loop over oy, and (oz, n) are decoded from a fused index (divisions) once per
     // plane part, not per row (rn50_1x1_7 has 7 positions per row).
@@ -213,7 +228,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // at 1.65 threads on average, and a sixth of the call went to the launches and waits.)
     // Chunks are given to threads in order of need, so an uneven last one costs at most
     // one chunk's work; the result does not depend on which thread summed a chunk.
-    const Expr per_chunk = chunks >= 8;
+    const Expr per_chunk = (s.reduction_rows + chunk_rows - 1) / chunk_rows >= 8;
     // `row_taps`: the tile holds a row of 3 taps (kx) too (the small-group branches below).
     // Tiles split between the threads (few chunks) run their co blocks in series within a
     // task (`co_oi`) when the other dims give 16 tasks or more: a tile's sums over a chunk

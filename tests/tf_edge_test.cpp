@@ -302,6 +302,20 @@ TEST(TfEdge, FewChunkFilterTasks) {
     }
 }
 
+// Filter-gradient chunks capped by their bytes (cpu_bwd_weights.cpp: filters of at most a
+// quarter of `chunk_max_kb` whose rows of x and dy exceed a KB per position): a pointwise
+// layer over the runtime's 448-position rows, one row a chunk (14 chunks, threads over
+// chunks), and a 2x2 filter over 500-pixel rows (5 chunks, threads over tiles); NCHW takes
+// ncx_db (not capped) and ncx.
+TEST(TfEdge, CappedFilterChunks) {
+    const std::vector<TfConv2D> cases = {conv({2, 56, 56, 64}, {1, 1, 64, 256}, "VALID", 1, 1),
+                                         conv({1, 6, 500, 64}, {2, 2, 64, 200}, "VALID", 1, 1)};
+    for (const TfConv2D &c : cases) {
+        expect_matches_reference(c);
+        expect_matches_reference(as_nchw(c));
+    }
+}
+
 // Filter gradients with few input channels (cpu_bwd_weights.cpp: 3 channels by 4 vectors
 // of co where ci is a multiple of 3 and co spans 4 vectors, else by 2): RGB stems with 7x7
 // and 3x3 filters, co a whole number of 4-vector tiles and not (70), 6 channels (two full
