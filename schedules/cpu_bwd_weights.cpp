@@ -198,11 +198,13 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // the floor. Not in ncx_db, whose dy rows stream in place and contiguous: capped, NCHW
     // rn50_1x1_56 ran 0.95-0.97x.
     const float chunk_cap = 1024.f * float(s.tuned.get("chunk_max_kb", 1024));
-    const Expr filter_bytes = Halide::cast<float>(s.ci_extent * s.co_extent) *
+    // (In float, a factor at a time: the products overflow 32 bits on large layers.)
+    const Expr filter_bytes = Halide::cast<float>(s.ci_extent) * Halide::cast<float>(s.co_extent) *
                               Halide::cast<float>(s.kx_extent * s.ky_extent * s.kz_extent * s.g_extent) * float(bytes);
     const Expr row_cap = Halide::max(1, Halide::cast<int>(chunk_cap * group_scale / Halide::max(s.row_bytes, 1.f)));
     const Expr cap_rows = Halide::select(!s.dy_broadcasts && filter_bytes <= chunk_cap / 4, row_cap, s.reduction_rows);
-    const Expr chunk_rows = Halide::min((s.reduction_rows + chunks - 1) / chunks, cap_rows);
+    const auto ceil_div = [](const Expr &extent, const Expr &factor) { return (extent + factor - 1) / factor; };
+    const Expr chunk_rows = Halide::min(ceil_div(s.reduction_rows, chunks), cap_rows);
     // A chunk is part of a plane (rows of one image) or whole planes: the row loop inside is
     // a plain loop over oy, and (oz, n) are decoded from a fused index (divisions) once per
     // plane part, not per row (rn50_1x1_7 has 7 positions per row).
@@ -228,7 +230,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // at 1.65 threads on average, and a sixth of the call went to the launches and waits.)
     // Chunks are given to threads in order of need, so an uneven last one costs at most
     // one chunk's work; the result does not depend on which thread summed a chunk.
-    const Expr per_chunk = (s.reduction_rows + chunk_rows - 1) / chunk_rows >= 8;
+    const Expr per_chunk = ceil_div(s.reduction_rows, chunk_rows) >= 8;  // the chunks there are
     // `row_taps`: the tile holds a row of 3 taps (kx) too (the small-group branches below).
     // Tiles split between the threads (few chunks) run their co blocks in series within a
     // task (`co_oi`) when the other dims give 16 tasks or more: a tile's sums over a chunk
@@ -238,7 +240,6 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // layers 1.0-1.1x.) With fewer (1x1 layers with few input channels), enough co blocks
     // stay parallel to make about 16 (5 other tasks: 5 co blocks in 3 tasks of 2, 2, 1).
     Var co_oo("co_oo"), co_oi("co_oi");
-    const auto ceil_div = [](const Expr &extent, const Expr &factor) { return (extent + factor - 1) / factor; };
     auto nest = [&](Stage st, int ci_factor, int co_factor, bool row_taps, bool chunk_threads) {
         const Expr co_blocks = ceil_div(s.co_extent, co_factor);
         const Expr other_tasks =
@@ -362,8 +363,9 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     //     output channels, in parallel over (co block, group); vectors of ci, lanes one
     //     filter's taps apart, with the tap loops inside filling the same lines; dense
     //     stores for 1x1 filters. (Blocks of a vector of co by 2-4 of ci, kernel alone:
-    //     NCHW rn50_1x1_7 0.97-1.02x, rn50_3x3_14 0.94-1.00x.) Vectors of co there were scatters, lanes 8 KB apart in the same L1 set (NCHW
-    //     rn50_1x1_7: ~30 % of the call in this pass).
+    //     NCHW rn50_1x1_7 0.97-1.02x, rn50_3x3_14 0.94-1.00x.) Vectors of co there were
+    //     scatters, lanes 8 KB apart in the same L1 set (NCHW rn50_1x1_7: ~30 % of the call
+    //     in this pass).
     Var ci_b("ci_b"), co_b("co_b");
     const int co_block = 4 * vec;
     const auto blocks = [&](Stage st) {

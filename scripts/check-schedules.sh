@@ -2,8 +2,9 @@
 # Developer check for a Halide 14 bug that has bitten the schedules twice: in some
 # specialisation branches Halide drops the update stage of the accumulator (zero results).
 # Lowers every CPU kernel variant the build has for every target (the four x86 ISA paths and
-# ARM64) and reports any branch that allocates `acc` but never updates it. The functional tests (native and under qemu) catch
-# such branches only when their shapes reach them; this checks every branch (a ctest).
+# ARM64) and reports any branch that allocates `acc` but never updates it. The functional
+# tests (native and under qemu) catch such branches only when their shapes reach them; this
+# checks every branch (a ctest).
 # The variants and their generator arguments (tuned schedules included) are the build's own:
 # cpu_kernels.txt, written by generators/CMakeLists.txt next to the generator (every dtype the
 # build was configured with; CI builds them all).
