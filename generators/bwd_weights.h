@@ -12,6 +12,11 @@ struct BwdWeightsStages {
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     bool pixel_vectors = false;  // ncg_px: vectors over output positions along x
     bool dy_broadcasts = false;  // ncx_db: tiles of vectors of ci, dy broadcast from its rows
+    // nxc_sg: x_in reads x_pairs (gpar, c, x, y, z, gp, n), x staged with the channels of
+    // groups 2*gp and 2*gp + 1 interleaved.
+    bool small_groups = false;
+    Func x_pairs, dy_pairs;
+    Expr x_g_stride, dy_g_stride;  // the activations' group strides (nxc_sg: a pair's line)
     // ncg_fp: the flat-plane variant (flat_planes.h), vectors over dy's flat plane; x_in and
     // dy_in are (i, g, n), and col_ok (i, kx) tests dy position i's tap column kx.
     bool flat_planes = false;

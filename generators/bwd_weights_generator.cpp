@@ -27,6 +27,11 @@ public:
     // its own rows and take vectors of x's channels, so only x is transposed
     // (schedules/cpu_bwd_weights.cpp).
     GeneratorParam<bool> dy_broadcasts{"dy_broadcasts", false};
+    // true: the small-group variant (nxc_sg: ResNeXt-like groups of half a vector of
+    // channels, in pairs): x staged with each pair of groups' channels interleaved, so one
+    // 64-bit broadcast gives both groups' x and a tile spans the two groups that share dy's
+    // cache lines (schedules/cpu_bwd_weights.cpp).
+    GeneratorParam<bool> small_groups{"small_groups", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -52,6 +57,12 @@ public:
         if (dy_broadcasts && (variant_layout() != Layout::NCX || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: dy_broadcasts is a CPU variant of layout=ncx alone");
         }
+        if (small_groups && (variant_layout() != Layout::NXC || get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: small_groups is a CPU variant of layout=nxc alone");
+        }
+        if (small_groups && bt.bits() == 16) {
+            throw std::invalid_argument("convgrad: small_groups is a variant for native float types");
+        }
         const bool vectors = pixel_vectors || flat_planes;
         const int lanes = vectors ? get_target().natural_vector_size(at) : 1;
         const Expr ox_extent = (dy.dim(kX).extent() + lanes - 1) / lanes * lanes;
@@ -66,15 +77,33 @@ public:
             s.dy_in = rows_over_zeros(dy, "dy_in");
         } else {
             s.x_in = zero_padded(x, "x_in");
+            if (small_groups) {
+                // x_pairs(gpar, c, x, y, z, gp, n): group 2*gp + gpar; x_in reads through it.
+                Var gpar, c, x_, y, z, gp, g, n;
+                Func padded = s.x_in;
+                s.x_pairs = Func("x_pairs");
+                s.x_pairs(gpar, c, x_, y, z, gp, n) = padded(c, x_, y, z, gp * 2 + gpar, n);
+                s.x_in = Func("x_in_pairs");
+                s.x_in(c, x_, y, z, g, n) = s.x_pairs(g % 2, c, x_, y, z, g / 2, n);
+            }
             s.dy_in = Func("dy_in");
             Var c, x_, y, z, g, n;
             s.dy_in(c, x_, y, z, g, n) = widen(dy(c, x_, y, z, g, n));
+            if (small_groups) {
+                Var gpar, gp;
+                Func plain = s.dy_in;
+                s.dy_pairs = Func("dy_pairs");
+                s.dy_pairs(gpar, c, x_, y, z, gp, n) = plain(c, x_, y, z, gp * 2 + gpar, n);
+                s.dy_in = Func("dy_in_pairs");
+                s.dy_in(c, x_, y, z, g, n) = s.dy_pairs(g % 2, c, x_, y, z, g / 2, n);
+            }
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input
         // element once instead of at every one of its uses in the tiles.
         s.staged_inputs = bt.bits() == 16;
         s.pixel_vectors = vectors;
         s.dy_broadcasts = dy_broadcasts;
+        s.small_groups = small_groups;
         s.flat_planes = flat_planes;
 
         // (The flat views' y and z have extent 1: the reduction runs over the flat plane.)
@@ -134,6 +163,8 @@ public:
         s.kx_extent = dw.dim(kKx).extent();
         s.ky_extent = dw.dim(kKy).extent();
         s.kz_extent = dw.dim(kKz).extent();
+        s.x_g_stride = x.dim(kG).stride();
+        s.dy_g_stride = dy.dim(kG).stride();
         s.dw_co_stride = dw.dim(kCo).stride();
         s.dw_ci_stride = dw.dim(kCi).stride();
         s.oy_extent = dy.dim(kY).extent();

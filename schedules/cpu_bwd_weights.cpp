@@ -239,21 +239,30 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // Xeon: rn50_3x3_14 1.23x, rn50_1x1_7 1.11x, batch-1 512->512 3x3 on 7x7 2.8x, smaller
     // layers 1.0-1.1x.) With fewer (1x1 layers with few input channels), enough co blocks
     // stay parallel to make about 16 (5 other tasks: 5 co blocks in 3 tasks of 2, 2, 1).
-    Var co_oo("co_oo"), co_oi("co_oi");
-    auto nest = [&](Stage st, int ci_factor, int co_factor, bool row_taps, bool chunk_threads) {
+    Var co_oo("co_oo"), co_oi("co_oi"), g_p("g_p"), g_par("g_par");
+    // `pairs` (nxc_sg): the tile spans a pair of groups (g_par innermost, see below).
+    auto nest = [&](Stage st, int ci_factor, int co_factor, bool row_taps, bool chunk_threads, bool pairs) {
         const Expr co_blocks = ceil_div(s.co_extent, co_factor);
-        const Expr other_tasks =
-            ceil_div(s.ci_extent, ci_factor) * (row_taps ? 1 : s.kx_extent) * s.ky_extent * s.kz_extent * s.g_extent;
+        const Expr other_tasks = ceil_div(s.ci_extent, ci_factor) * (row_taps ? 1 : s.kx_extent) * s.ky_extent *
+                                 s.kz_extent * (pairs ? s.g_extent / 2 : s.g_extent);
         const Expr co_tasks = Halide::min(co_blocks, ceil_div(16, other_tasks));
         const Expr co_serial = chunk_threads ? Expr(1) : Halide::max(1, ceil_div(co_blocks, co_tasks));
         st.split(s.co, co_o, co_i, co_factor)
             .split(co_o, co_oo, co_oi, co_serial, TailStrategy::GuardWithIf)
             .split(s.ci, ci_o, ci_i, ci_factor);
-        if (row_taps) {
-            st.reorder(co_i, ci_i, s.kx, co_oi, co_oo, ci_o, s.ky, s.kz, s.g, u, w).unroll(s.kx);
-        } else {
-            st.reorder(vd_i, bd_i, co_oi, co_oo, ci_o, s.kx, s.ky, s.kz, s.g, u, w);
-        }
+        // (RoundUp: the branch takes an even number of groups, and a pair's tile starts at an
+        // even group, which lets Halide see x_pairs' lanes as one 64-bit broadcast.)
+        if (pairs) st.split(s.g, g_p, g_par, 2, TailStrategy::RoundUp).unroll(g_par);
+        const Var &g_loop = pairs ? g_p : s.g;
+        std::vector<VarOrRVar> order = {vd_i, bd_i};
+        if (row_taps) order = {co_i, ci_i, s.kx};
+        // (The pair's groups inside the tile's loop, co_oi, where part is computed.)
+        if (pairs) order.insert(order.begin() + 1, g_par);
+        for (const Var &d : {co_oi, co_oo, ci_o}) order.push_back(d);
+        if (!row_taps) order.push_back(s.kx);
+        for (const Var &d : {s.ky, s.kz, g_loop, u, w}) order.push_back(d);
+        st.reorder(order);
+        if (row_taps) st.unroll(s.kx);
         // Nested parallel loops, not one fused loop: Halide 14 gives the dims of a fused loop
         // their whole range in bounds inference, which sized the tile's accumulators (computed
         // inside) by every tap, as a heap allocation per tile.
@@ -261,7 +270,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             st.parallel(w).parallel(u);
         } else {
             if (!row_taps) st.parallel(s.kx);
-            for (const Var &d : {co_oo, ci_o, s.ky, s.kz, s.g}) st.parallel(d);
+            for (const Var &d : {co_oo, ci_o, s.ky, s.kz, g_loop}) st.parallel(d);
         }
     };
     // Specialise before splitting: each branch gets its own split factors (same names).
@@ -270,6 +279,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         Expr condition;
         int ci, co, lanes;
         bool row_taps = false;  // with 3 taps along x: a tile over the three
+        bool pairs = false;     // nxc_sg: a tile over a pair of groups
     };
     // Grouped layers with 8-16 channels per group get a ci tile over narrower co vectors:
     // one chain per (ci, co-vector) would leave the FMA pipes idle for its latency.
@@ -287,13 +297,24 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         const int co_b = co_tile == ci_tile ? ci_tile / 2 : ci_tile;
         branches = {{s.ci_extent >= co_tile && s.co_extent >= co_b, co_tile, co_b, vec}};
     } else if (layout != Layout::Any) {
-        branches = {{tiled, ci_tile, co_tile, vec},
+        // nxc_sg, groups of half a vector in pairs (ResNeXt's 8 channels per group): the
+        // tile's vectors are (group of the pair, co), the group innermost, so every lane
+        // works where the half-vector tile below left half idle. x_pairs and dy_pairs hold a
+        // pair's two values per channel side by side: each FMA takes one 64-bit broadcast of
+        // x, and dy is one dense vector load per position. (Staged with the pairs in place of
+        // x, dy read from dy itself: 1.22x the half-vector tile, kernel alone on rx_g32_28.)
+        if (s.small_groups) {
+            branches.push_back({s.dy_g_stride == vec / 2 && s.co_extent * 2 == vec && s.g_extent % 2 == 0 && s.ci_extent >= ci_tile,
+                                ci_tile, vec / 2, vec / 2, true, true});
+        }
+        const std::vector<Branch> dense = {{tiled, ci_tile, co_tile, vec},
                     {narrow && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},
                     {narrow, 3, co_tile, vec},
                     {s.ci_extent >= ci_tile && vector && co_below_tile, ci_tile, vec, vec, true},
                     {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2, true},
                     {vector, 1, vec, vec},
                     {half, 1, vec / 2, vec / 2}};
+        branches.insert(branches.end(), dense.begin(), dense.end());
     }
     sums.compute_root().reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
     // Small groups (one co vector, or half of one, per ci_tile channels): the tile's loads
@@ -308,13 +329,13 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             Stage st = outer.specialize(b.condition);
             if (b.row_taps) {
                 Stage st3 = st.specialize(row_of_3);
-                nest(st3, b.ci, b.co, true, chunk_threads);
+                nest(st3, b.ci, b.co, true, chunk_threads, b.pairs);
                 st3.vectorize(co_i, b.lanes).unroll(ci_i);
             }
-            nest(st, b.ci, b.co, false, chunk_threads);
+            nest(st, b.ci, b.co, false, chunk_threads, b.pairs);
             st.vectorize(vd_i, b.lanes).unroll(bd_i);
         }
-        nest(outer, 1, 1, false, chunk_threads);
+        nest(outer, 1, 1, false, chunk_threads, false);
     };
     tile_branches(sums.specialize(per_chunk), true);
     tile_branches(sums, false);
@@ -325,14 +346,38 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // failed: with runtime split factors, bounds inference sized each chunk's copy from
     // row 0 up, 98 MB per chunk for the stem.) Staged inputs (16-bit, channels first)
     // already are.
-    if (!s.staged_inputs && !channels_first) {
+    if (s.small_groups) {
+        // nxc_sg: x_pairs and dy_pairs (gpar, c, x, y, z, gp, n), a pair's channels
+        // interleaved, staged per chunk (in L2) with each pair's pixels contiguous, so a tile
+        // streams whole lines. Read in place, a tile took one line of x and one of dy per
+        // pixel, 1 KB apart, each pair's first pass over a chunk a miss to memory that no
+        // prefetcher predicts: kernel alone on rx_g32_28, tiles 1.31 -> 0.76 ms, staging
+        // 0.32 -> 0.73 ms (x staged once before, in place of dy's reads), 1.10x in all.
+        // With groups of half a vector (a constant stride) each vector is one dense load.
+        for (Func f : {s.x_pairs, s.dy_pairs}) {
+            const std::vector<Var> a = f.args();
+            f.compute_at(sums, u)
+                .reorder_storage(a[0], a[1], a[2], a[3], a[4], a[6], a[5])
+                .reorder(a[0], a[1], a[5], a[2], a[3], a[4], a[6]);
+            const Expr stride = f.name() == s.x_pairs.name() ? s.x_g_stride : s.dy_g_stride;
+            f.specialize(stride == vec / 2).vectorize(a[0]).vectorize(a[1], vec / 2, TailStrategy::GuardWithIf);
+            f.vectorize(a[0]).vectorize(a[1], vec / 2, TailStrategy::GuardWithIf);
+        }
+    } else if (!s.staged_inputs && !channels_first) {
         stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], s.ci_extent, vec, false);
         pad_aliasing_pixels(s.x_in, s.x_in.args()[0], s.ci_extent, s.g_extent, bytes, 256);
     }
 
     // A tile's sums over one chunk, in registers: co (ci in ncx_db) is the vector dim,
     // stored innermost so the tile's vectors are contiguous.
-    part.compute_at(sums, co_oi).reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
+    // (nxc_sg: the group first, so a pair's tile holds its vectors of (group, co) whole;
+    // its other branches' tiles have one group.)
+    part.compute_at(sums, co_oi);
+    if (s.small_groups) {
+        part.reorder_storage(s.g, vd, bd, s.kx, s.ky, s.kz, u, w);
+    } else {
+        part.reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
+    }
     for (const Branch &b : branches) {
         // GuardWithIf: see cpu_bwd_data.cpp (keeps every branch's tile a constant size).
         Stage pure = part.specialize(b.condition), update = part.update().specialize(b.condition);
@@ -341,6 +386,15 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         update.split(vd, co_vo, co_vi, b.lanes, TailStrategy::GuardWithIf)
             .reorder(co_vi, co_vo, bd, s.kx, ox, oyi, plane)
             .vectorize(co_vi).unroll(co_vo).unroll(bd);
+        if (b.pairs) {
+            // Both groups of the pair in each vector, the group innermost (nested vectors:
+            // Halide 14 loads dy_pairs' vector whole and broadcasts x_pairs' 64-bit pair per
+            // FMA, a vbroadcastsd: a load-port uop, no shuffle).
+            Var gq("gq"), gpar("gpar");
+            for (Stage st : {pure, update}) {
+                st.split(s.g, gq, gpar, 2, TailStrategy::GuardWithIf).reorder(gpar, co_vi).vectorize(gpar);
+            }
+        }
         if (b.row_taps) {
             // (A specialisation copies the schedule as it stands: these come last.)
             pure.specialize(row_of_3).unroll(s.kx);
@@ -354,11 +408,12 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // (With the taps and co vectors outside the parallel loop, rn50_1x1_7 launched 32 loops
     // of 256 tasks of 128 outputs each.) Stores run along dw's contiguous dim:
     //   - co (HWIO, TF's filters): vectors of co, as acc holds them; a block is vec input
-    //     channels by every co, in parallel over (ci block, tap, group), so a task reads
-    //     and writes whole rows of the sums and of dw. (Blocks of 4 vectors of co, in
-    //     parallel over co blocks, read 256-byte pieces of rows 2 KB apart: rn50_1x1_7's
-    //     4 MB filter took 0.68 ms in this pass, now 0.35; kernel alone 1.09x, rn50_3x3_14
-    //     1.07x.)
+    //     channels by every co of every group (a row of HWIO: groups are outer to co), in
+    //     parallel over (ci block, tap), so a task reads and writes whole rows of the sums
+    //     and of dw. (Blocks of 4 vectors of co, in parallel over co blocks, read 256-byte
+    //     pieces of rows 2 KB apart: rn50_1x1_7's 4 MB filter took 0.68 ms in this pass, now
+    //     0.35; kernel alone 1.09x, rn50_3x3_14 1.07x. In parallel over groups too,
+    //     rx_g32_28's 288 tasks of 64 outputs each took 0.41 ms, now 0.21.)
     //   - else (OIHW: taps innermost, then ci): blocks of vec input channels by co_block
     //     output channels, in parallel over (co block, group); vectors of ci, lanes one
     //     filter's taps apart, with the tap loops inside filling the same lines; dense
@@ -374,9 +429,9 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     };
     Stage co_rows = s.dw.specialize(s.dw_co_stride == 1);
     blocks(co_rows)
-        .reorder(co_i, ci_i, co_b, ci_b, s.kx, s.ky, s.kz, s.g)
+        .reorder(co_i, co_b, s.g, ci_i, ci_b, s.kx, s.ky, s.kz)
         .vectorize(co_i, vec, TailStrategy::GuardWithIf);
-    for (const Var &d : {ci_b, s.kx, s.ky, s.kz, s.g}) co_rows.parallel(d);
+    for (const Var &d : {ci_b, s.kx, s.ky, s.kz}) co_rows.parallel(d);
     blocks(s.dw)
         .reorder(ci_i, s.kx, s.ky, s.kz, co_i, ci_b, co_b, s.g)
         .vectorize(ci_i)

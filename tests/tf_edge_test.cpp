@@ -268,6 +268,35 @@ TEST(TfEdge, SmallGroupsStagedWithConstantStride) {
     expect_kernel(phased, "bwd_data_f32_nxc_s2");
 }
 
+// The small-group filter-gradient kernel (nxc_sg: tiles over pairs of groups of 8 dy
+// channels, x and dy staged per chunk with each pair's pixels contiguous): ResNeXt-like
+// groups of 8, 16 x channels per group, a 5x5 filter (no row of 3 taps), stride 2, a
+// dilation, a pointwise filter, and enough rows for 12 chunks (each thread its own). Not
+// taken: an odd number of groups, 4 x channels per group, 16 dy channels, and NCHW.
+TEST(TfEdge, SmallGroupPairFilters) {
+    TfConv2D dilated = conv({2, 12, 14, 32}, {3, 3, 8, 32}, "SAME", 1, 1);
+    dilated.dilations = {1, 2, 3, 1};
+    for (const TfConv2D &c : {conv({2, 9, 30, 64}, {3, 3, 8, 64}, "SAME", 1, 1),     // 8 groups of 8
+                              conv({2, 9, 13, 64}, {3, 3, 16, 32}, "SAME", 1, 1),    // 4 groups: 16 in, 8 out
+                              conv({2, 11, 12, 32}, {5, 5, 8, 32}, "SAME", 1, 1),    // 5x5
+                              conv({2, 15, 16, 32}, {3, 3, 8, 32}, "SAME", 2, 2),    // stride 2
+                              dilated,
+                              conv({2, 7, 9, 64}, {1, 1, 8, 64}, "VALID", 1, 1),     // pointwise
+                              conv({16, 28, 28, 128}, {3, 3, 8, 128}, "SAME", 1, 1)}) {  // 12 chunks
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_weights_f32_nxc_sg");
+    }
+    for (const TfConv2D &c : {conv({2, 9, 10, 24}, {3, 3, 8, 24}, "SAME", 1, 1),    // 3 groups
+                              conv({2, 9, 10, 16}, {3, 3, 4, 32}, "SAME", 1, 1),    // 4 x channels
+                              conv({2, 9, 10, 32}, {3, 3, 8, 64}, "SAME", 1, 1)}) {  // 16 dy channels
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_weights_f32_nxc");
+    }
+    const TfConv2D nchw = as_nchw(conv({2, 9, 30, 64}, {3, 3, 8, 64}, "SAME", 1, 1));
+    expect_matches_reference(nchw);
+    expect_kernel(nchw, "bwd_weights_f32_ncx");
+}
+
 // Filter gradients large enough for the reduction's cache blocking (cpu_bwd_weights.cpp:
 // chunks of ~512 KB of x and dy) to cut it several ways, each with a short last chunk:
 // rows of one image (71 rows: 36 + 35), groups of whole images (29 images: 14 + 14 + 1),

@@ -25,7 +25,8 @@ struct LayoutRequirement {
     bool pixel_vectors = false;  // few-channel variants (_px): at most kPixelVectorChannels
                                  // dx channels per group; data gradient: unit strides unless
                                  // x_phases; ncg_px, ncx_px: rows of at least kPixelVectorMinRow
-    bool small_groups = false;   // nxc_sg: fewer than kSmallGroupChannels dy channels per group
+    bool small_groups = false;   // nxc_sg: data gradient, fewer than kSmallGroupChannels dy channels
+                                 // per group; filter gradient, pairs of kSmallGroupPairChannels
     bool flat_planes = false;    // ncg_fp: 2-D, unit strides, both activations' planes of one
                                  // width with contiguous rows; passed through their flat views
                                  // (generators/flat_planes.h)
@@ -60,6 +61,11 @@ constexpr int kFlatSmallPlaneTaps = 9;
 // The small-group variant (nxc_sg) stages dy with this many slots per pixel (generators/bwd_data.h)
 // and takes fewer dy channels per group: with 16 over 16 dx channels it measured 0.87-0.98x nxc.
 constexpr int kSmallGroupChannels = 16;
+// The filter gradient's small-group variant (nxc_sg) takes an even number of groups of this
+// many dy channels (half an AVX-512 vector of float32: a tile's vector holds a pair of
+// groups) and at least as many x channels (its tile's 8 of ci). There x and dy are staged
+// per chunk, each pair's pixels contiguous: kernel alone, rx_g32_28 NHWC 1.36x against nxc.
+constexpr int kSmallGroupPairChannels = 8;
 // The channel-slab variants (nxc_cs, ncx_cs) take dx channels per group in multiples of this
 // (generators/bwd_data.h: every target's tile width divides it).
 constexpr int kChannelSlab = 32;

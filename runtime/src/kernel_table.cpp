@@ -142,8 +142,16 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             if (!spatial_dims_nest(*v) || v->extent[canonical::kZ] != 1) return false;
         }
     }
-    // Small-group kernels stage dy with kSmallGroupChannels slots per pixel (act0 is dy).
-    if (needs.small_groups && act0.extent[kC] >= kSmallGroupChannels) return false;
+    // Small-group kernels. The data gradient's stage dy with kSmallGroupChannels slots per
+    // pixel (act0 is dy). The filter gradient's tiles span pairs of groups of
+    // kSmallGroupPairChannels dy channels (act1 is dy) and at least as many x channels.
+    if (needs.small_groups) {
+        if (d == Direction::kBackwardData && act0.extent[kC] >= kSmallGroupChannels) return false;
+        if (d == Direction::kBackwardWeights &&
+            (p.groups % 2 != 0 || act1.extent[kC] != kSmallGroupPairChannels || act0.extent[kC] < kSmallGroupPairChannels)) {
+            return false;
+        }
+    }
     // Channel-slab kernels' tiles are whole slabs of dx channels (act1 is dx).
     if (needs.channel_slabs && act1.extent[kC] % kChannelSlab != 0) return false;
     // Dy-broadcast kernels: pointwise (as the kernels see it: runtime/src/execute.cpp

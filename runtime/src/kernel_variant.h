@@ -5,7 +5,7 @@
 // in channels-first layouts), in that order, or `_sg` (the data gradient's NXC variant for
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
 // the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
-// `nxc_pw`, `ncx_px_pw`), or `_db` (the filter gradient's channels-first tiles that broadcast dy
+// `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg` is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
 // in place), or `_fp` (depthwise channels-first planes seen flat, as one row each):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
 // small_groups=true, "ncx_cs" is layout=ncx channel_slabs=true, "nxc_pw" is layout=nxc
@@ -48,13 +48,13 @@ struct KernelVariant {
         return v;
     }
 
-    // The generator params (`key=value`) after dtype; both generators take pixel_vectors and
-    // flat_planes, only the data gradient's takes x_phases, small_groups, channel_slabs and pointwise,
-    // only the filter gradient's dy_broadcasts.
+    // The generator params (`key=value`) after dtype; both generators take pixel_vectors,
+    // small_groups and flat_planes, only the data gradient's takes x_phases, channel_slabs and
+    // pointwise, only the filter gradient's dy_broadcasts.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
-        if (data) out.push_back(std::string("small_groups=") + (small_groups ? "true" : "false"));
+        out.push_back(std::string("small_groups=") + (small_groups ? "true" : "false"));
         if (data) out.push_back(std::string("channel_slabs=") + (channel_slabs ? "true" : "false"));
         if (data) out.push_back(std::string("pointwise=") + (pointwise ? "true" : "false"));
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
@@ -78,7 +78,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg_px", "ncg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg", "ncg_fp", "ncg_px", "ncg", "nxc", "ncx_db", "ncx", "any"};
+    else order = {"nxg", "ncg_fp", "ncg_px", "ncg", "nxc_sg", "nxc", "ncx_db", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
