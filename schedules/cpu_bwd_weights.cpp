@@ -314,7 +314,17 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                     {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2, true},
                     {vector, 1, vec, vec},
                     {half, 1, vec / 2, vec / 2}};
-        branches.insert(branches.end(), dense.begin(), dense.end());
+        if (s.small_groups) {
+            // The registry gives nxc_sg 8 dy channels per group and at least 8 x channels:
+            // past the pairs (AVX-512 f32), the one-vector row of taps (AVX2 f32, AVX-512
+            // f64) or the 2-vector tile (narrower vectors) take them, and the scalar nest
+            // anything else. Fewer branches, each with its own copies of the per-chunk
+            // staging: with all of nxc's, the schedule check took 290 s more in CI.
+            branches.push_back(dense[0]);
+            branches.push_back(dense[3]);
+        } else {
+            branches.insert(branches.end(), dense.begin(), dense.end());
+        }
     }
     sums.compute_root().reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
     // Small groups (one co vector, or half of one, per ci_tile channels): the tile's loads
