@@ -82,25 +82,22 @@ public:
             s.dy_in = rows_over_zeros(dy, "dy_in");
         } else {
             s.x_in = zero_padded(x, "x_in");
-            if (pairs) {
-                // x_pairs(gpar, c, x, y, z, gp, n): group 2*gp + gpar; x_in reads through it.
-                Var gpar, c, x_, y, z, gp, g, n;
-                Func padded = s.x_in;
-                s.x_pairs = Func("x_pairs");
-                s.x_pairs(gpar, c, x_, y, z, gp, n) = padded(c, x_, y, z, gp * 2 + gpar, n);
-                s.x_in = Func("x_in_pairs");
-                s.x_in(c, x_, y, z, g, n) = s.x_pairs(g % 2, c, x_, y, z, g / 2, n);
-            }
             s.dy_in = Func("dy_in");
             Var c, x_, y, z, g, n;
             s.dy_in(c, x_, y, z, g, n) = widen(dy(c, x_, y, z, g, n));
             if (pairs) {
-                Var gpar, gp;
-                Func plain = s.dy_in;
-                s.dy_pairs = Func("dy_pairs");
-                s.dy_pairs(gpar, c, x_, y, z, gp, n) = plain(c, x_, y, z, gp * 2 + gpar, n);
-                s.dy_in = Func("dy_in_pairs");
-                s.dy_in(c, x_, y, z, g, n) = s.dy_pairs(g % 2, c, x_, y, z, g / 2, n);
+                // `f` read through `pairs` (gpar, c, x, y, z, gp, n), group 2*gp + gpar, which
+                // the schedule stages.
+                const auto through_pairs = [&](Func &f, Func &pairs, const std::string &name) {
+                    Var gpar, gp;
+                    Func plain = f;
+                    pairs = Func(name + "_pairs");
+                    pairs(gpar, c, x_, y, z, gp, n) = plain(c, x_, y, z, gp * 2 + gpar, n);
+                    f = Func(name + "_in_pairs");
+                    f(c, x_, y, z, g, n) = pairs(g % 2, c, x_, y, z, g / 2, n);
+                };
+                through_pairs(s.x_in, s.x_pairs, "x");
+                through_pairs(s.dy_in, s.dy_pairs, "dy");
             }
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input

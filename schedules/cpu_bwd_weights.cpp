@@ -303,27 +303,26 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // pair's two values per channel side by side: each FMA takes one 64-bit broadcast of
         // x, and dy is one dense vector load per position. (Staged with the pairs in place of
         // x, dy read from dy itself: 1.22x the half-vector tile, kernel alone on rx_g32_28.)
-        if (s.small_groups) {
-            branches.push_back({s.dy_g_stride == vec / 2 && s.co_extent * 2 == vec && s.g_extent % 2 == 0 && s.ci_extent >= ci_tile,
-                                ci_tile, vec / 2, vec / 2, true, true});
-        }
-        const std::vector<Branch> dense = {{tiled, ci_tile, co_tile, vec},
-                    {narrow && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},
-                    {narrow, 3, co_tile, vec},
-                    {s.ci_extent >= ci_tile && vector && co_below_tile, ci_tile, vec, vec, true},
-                    {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2, true},
-                    {vector, 1, vec, vec},
-                    {half, 1, vec / 2, vec / 2}};
+        const Branch tile = {tiled, ci_tile, co_tile, vec};
+        const Branch vector_row = {s.ci_extent >= ci_tile && vector && co_below_tile, ci_tile, vec, vec, true};
         if (s.small_groups) {
             // The registry gives nxc_sg 8 dy channels per group and at least 8 x channels:
             // past the pairs (AVX-512 f32), the one-vector row of taps (AVX2 f32, AVX-512
             // f64) or the 2-vector tile (narrower vectors) take them, and the scalar nest
             // anything else. Fewer branches, each with its own copies of the per-chunk
             // staging: with all of nxc's, the schedule check took 290 s more in CI.
-            branches.push_back(dense[0]);
-            branches.push_back(dense[3]);
+            // (dy is read from dy_pairs, so its own group stride does not matter here.)
+            branches = {{s.co_extent * 2 == vec && s.g_extent % 2 == 0 && s.ci_extent >= ci_tile,
+                         ci_tile, vec / 2, vec / 2, true, true},
+                        tile, vector_row};
         } else {
-            branches.insert(branches.end(), dense.begin(), dense.end());
+            branches = {tile,
+                        {narrow && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},
+                        {narrow, 3, co_tile, vec},
+                        vector_row,
+                        {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2, true},
+                        {vector, 1, vec, vec},
+                        {half, 1, vec / 2, vec / 2}};
         }
     }
     sums.compute_root().reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
@@ -364,12 +363,11 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // prefetcher predicts: kernel alone on rx_g32_28, tiles 1.31 -> 0.76 ms, staging
         // 0.32 -> 0.73 ms (x staged once before, in place of dy's reads), 1.10x in all.
         // With groups of half a vector (a constant stride) each vector is one dense load.
-        for (Func f : {s.x_pairs, s.dy_pairs}) {
+        for (auto [f, stride] : {std::pair{s.x_pairs, s.x_g_stride}, std::pair{s.dy_pairs, s.dy_g_stride}}) {
             const std::vector<Var> a = f.args();
             f.compute_at(sums, u)
                 .reorder_storage(a[0], a[1], a[2], a[3], a[4], a[6], a[5])
                 .reorder(a[0], a[1], a[5], a[2], a[3], a[4], a[6]);
-            const Expr stride = f.name() == s.x_pairs.name() ? s.x_g_stride : s.dy_g_stride;
             f.specialize(stride == vec / 2).vectorize(a[0]).vectorize(a[1], vec / 2, TailStrategy::GuardWithIf);
             f.vectorize(a[0]).vectorize(a[1], vec / 2, TailStrategy::GuardWithIf);
         }
