@@ -30,6 +30,14 @@ struct BwdDataStages {
     // e.g. ResNeXt's 8): dy is staged with kSmallGroupChannels slots per pixel, so the tiles'
     // pixels are a constant stride apart (cpu_bwd_data.cpp).
     bool small_groups = false;
+    // Its x86 form for native types (`pairs`: an even number of groups, the registry's
+    // promise): each vector holds a pair of groups, the group innermost. acc is then
+    // (gpar, c, x, y, z, gp, n) for group 2*gp + gpar, and the tiles read dy_pairs and
+    // w_pairs, dy and the filter in that order (schedules/cpu_bwd_data_pairs.cpp).
+    bool pairs = false;
+    Func dy_pairs, w_pairs;
+    Var gpar{"gpar"}, gp{"gp"};
+    Expr dy_g_stride;  // dy's group stride (pairs: a pair's two groups one vector apart when it is half a vector)
     // The pointwise variants (nxc_pw, ncx_px_pw): dy read in place, no staged rows
     // (bwd_data_generator.cpp).
     bool pointwise = false;
@@ -68,6 +76,7 @@ constexpr int kPointwiseSlab = 64;
 
 void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout);
 void schedule_bwd_data_cpu_pixels(BwdDataStages &s, const Target &target, Layout layout);  // _px variants
+void schedule_bwd_data_cpu_pairs(BwdDataStages &s, const Target &target);  // nxc_sg on x86
 void schedule_bwd_data_gpu(BwdDataStages &s, const Target &target, Layout layout);  // CUDA, OpenCL
 
 }  // namespace convgrad::gen

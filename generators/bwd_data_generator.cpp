@@ -124,37 +124,53 @@ public:
         const std::vector<Var> pure = s.phased ? std::vector<Var>{s.c, s.x, s.p, s.y, s.z, s.g, s.n}
                                                : std::vector<Var>{s.c, s.x, s.y, s.z, s.g, s.n};
         s.acc = Func("acc");
-        s.acc(pure) = Halide::cast(at, 0);
-        // The channel-slab variant reads the filter packed in slabs of `slab` dx channels (the
-        // tile's width: the tiles start on a slab), each slab's output channels and taps
-        // contiguous. Packed with every dx channel innermost, a tile's steps along co are
-        // C_in apart: rn50_1x1_7's 4 MB filter, re-read for every row of dx, took a new pair
-        // of lines 8 KB apart per output channel.
-        Expr w_read = s.w_local(s.c, co, k[0], k[1], k[2], s.g);
-        if (channel_slabs || (pointwise && !pixel_vectors)) {
-            const Layout l = variant_layout();
-            if ((l != Layout::NXC && l != Layout::NCX) || s.phased || pixel_vectors || small_groups ||
-                get_target().has_gpu_feature()) {
-                throw std::invalid_argument("convgrad: channel_slabs is a CPU variant of layout=nxc or ncx alone");
-            }
-            s.slab = s.tile_vectors(get_target()) * get_target().natural_vector_size(at);
-            const int slabs_of = pointwise ? kPointwiseSlab : kChannelSlab;
-            if (slabs_of % s.slab != 0) {
-                throw std::invalid_argument("convgrad: a tile of " + std::to_string(s.slab) +
-                                            " channels does not divide the registry's slab of " + std::to_string(slabs_of));
-            }
-            Var ci_i, co_, kx_, ky_, kz_, ci_o, g_;
-            s.w_pack = Func("w_pack");
-            // (Clamped: the last slab of a group reads past its channels only where the
-            // predicate is broken; the kernel's tiles never use those lanes.)
-            s.w_pack(ci_i, co_, kx_, ky_, kz_, ci_o, g_) =
-                s.w_local(Halide::min(ci_o * s.slab + ci_i, w.dim(kCi).extent() - 1), co_, kx_, ky_, kz_, g_);
-            w_read = s.w_pack(s.c % s.slab, co, k[0], k[1], k[2], s.c / s.slab, s.g);
-        }
-        s.acc(pure) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) * w_read;
-
         s.dx_local = Func("dx_local");
-        s.dx_local(pure) = narrow(s.acc(pure));
+        // The small-group variant's x86 form for native types: groups in pairs (bwd_data.h).
+        // (16-bit types stage dy whole before the tiles; Halide 14's ARM backend computed
+        // wrong filter gradients with the same nested vectors: see bwd_weights_generator.cpp.)
+        s.pairs = small_groups && get_target().arch == Target::X86 && bt.bits() >= 32;
+        if (s.pairs) {
+            s.dy_pairs = group_pairs(s.dy_in, "dy_pairs");
+            s.w_pairs = Func("w_pairs");
+            Var ci_, co_, kx_, ky_, kz_;
+            s.w_pairs(s.gpar, ci_, co_, kx_, ky_, kz_, s.gp) = s.w_local(ci_, co_, kx_, ky_, kz_, s.gp * 2 + s.gpar);
+            const std::vector<Var> in_pairs = {s.gpar, s.c, s.x, s.y, s.z, s.gp, s.n};
+            s.acc(in_pairs) = Halide::cast(at, 0);
+            s.acc(in_pairs) += s.dy_pairs(s.gpar, co, o[0], o[1], o[2], s.gp, s.n) *
+                               s.w_pairs(s.gpar, s.c, co, k[0], k[1], k[2], s.gp);
+            s.dx_local(pure) = narrow(s.acc(s.g % 2, s.c, s.x, s.y, s.z, s.g / 2, s.n));
+        } else {
+            s.acc(pure) = Halide::cast(at, 0);
+            // The channel-slab variant reads the filter packed in slabs of `slab` dx channels (the
+            // tile's width: the tiles start on a slab), each slab's output channels and taps
+            // contiguous. Packed with every dx channel innermost, a tile's steps along co are
+            // C_in apart: rn50_1x1_7's 4 MB filter, re-read for every row of dx, took a new pair
+            // of lines 8 KB apart per output channel.
+            Expr w_read = s.w_local(s.c, co, k[0], k[1], k[2], s.g);
+            if (channel_slabs || (pointwise && !pixel_vectors)) {
+                const Layout l = variant_layout();
+                if ((l != Layout::NXC && l != Layout::NCX) || s.phased || pixel_vectors || small_groups ||
+                    get_target().has_gpu_feature()) {
+                    throw std::invalid_argument("convgrad: channel_slabs is a CPU variant of layout=nxc or ncx alone");
+                }
+                s.slab = s.tile_vectors(get_target()) * get_target().natural_vector_size(at);
+                const int slabs_of = pointwise ? kPointwiseSlab : kChannelSlab;
+                if (slabs_of % s.slab != 0) {
+                    throw std::invalid_argument("convgrad: a tile of " + std::to_string(s.slab) +
+                                                " channels does not divide the registry's slab of " +
+                                                std::to_string(slabs_of));
+                }
+                Var ci_i, co_, kx_, ky_, kz_, ci_o, g_;
+                s.w_pack = Func("w_pack");
+                // (Clamped: the last slab of a group reads past its channels only where the
+                // predicate is broken; the kernel's tiles never use those lanes.)
+                s.w_pack(ci_i, co_, kx_, ky_, kz_, ci_o, g_) =
+                    s.w_local(Halide::min(ci_o * s.slab + ci_i, w.dim(kCi).extent() - 1), co_, kx_, ky_, kz_, g_);
+                w_read = s.w_pack(s.c % s.slab, co, k[0], k[1], k[2], s.c / s.slab, s.g);
+            }
+            s.acc(pure) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) * w_read;
+            s.dx_local(pure) = narrow(s.acc(pure));
+        }
         dx(pure) = s.dx_local(pure);
         s.dx = dx;
 
@@ -177,6 +193,7 @@ public:
         s.kx_extent = w.dim(kKx).extent();
         s.ky_extent = w.dim(kKy).extent();
         s.kz_extent = w.dim(kKz).extent();
+        s.dy_g_stride = dy.dim(kG).stride();
         if (autoscheduled()) {
             // Halide's autoscheduler schedules the pipeline (JIT experiments)
         } else if (get_target().has_gpu_feature()) {

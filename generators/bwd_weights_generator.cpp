@@ -89,10 +89,7 @@ public:
                 // `f` read through `pairs` (gpar, c, x, y, z, gp, n), group 2*gp + gpar, which
                 // the schedule stages.
                 const auto through_pairs = [&](Func &f, Func &pairs, const std::string &name) {
-                    Var gpar, gp;
-                    Func plain = f;
-                    pairs = Func(name + "_pairs");
-                    pairs(gpar, c, x_, y, z, gp, n) = plain(c, x_, y, z, gp * 2 + gpar, n);
+                    pairs = group_pairs(f, name + "_pairs");
                     f = Func(name + "_in_pairs");
                     f(c, x_, y, z, g, n) = pairs(g % 2, c, x_, y, z, g / 2, n);
                 };

@@ -98,6 +98,16 @@ inline int vector_registers(const Target &t) {
     return t.has_feature(Target::AVX512) || (t.arch == Target::ARM && t.bits == 64) ? 32 : 16;
 }
 
+// `f` (activation-shaped: c, x, y, z, g, n) seen as pairs of groups, (gpar, c, x, y, z, gp, n)
+// for group 2*gp + gpar: the small-group variants (nxc_sg on x86) stage it so one vector
+// holds a pair's two groups, the group innermost, and one 64-bit broadcast gives both.
+inline Func group_pairs(const Func &f, const std::string &name) {
+    Var gpar("gpar"), gp("gp"), c("c"), x("x"), y("y"), z("z"), n("n");
+    Func pairs(name);
+    pairs(gpar, c, x, y, z, gp, n) = f(c, x, y, z, gp * 2 + gpar, n);
+    return pairs;
+}
+
 // A problem fixed at compile time (the JIT, runtime/jit/): the generator param `fixed`, as
 // `key:v,v,...` items separated by `/` (the generator command line splits on '=' and ' '):
 //   stride:sx,sy,sz  dilation:dx,dy,dz  pad:px,py,pz      (canonical axis order x, y, z)

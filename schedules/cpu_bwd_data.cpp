@@ -31,6 +31,10 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         schedule_bwd_data_cpu_pixels(s, target, layout);
         return;
     }
+    if (s.pairs) {  // nxc_sg on x86: groups in pairs
+        schedule_bwd_data_cpu_pairs(s, target);
+        return;
+    }
     // Threads own rows: nested parallel loops over y and n rather than one fused loop. Halide
     // 14 gives the dims of a fused loop their whole range in bounds inference, so the tile's
     // accumulators (computed inside it) were sized by the full y extent: a heap allocation per

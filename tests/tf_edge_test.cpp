@@ -238,16 +238,21 @@ TEST(TfEdge, SmallGroupRowTaps) {
 }
 
 // The small-group data-gradient kernel (nxc_sg: dy staged with 16 slots per pixel; it takes
-// fewer than 16 dy channels per group): ResNeXt-like groups of 8, 5-15 dy channels per group
-// with several blocks of staged rows and a short last one (19 rows), a stride and a dilation
-// it takes, a depthwise multiplier (groups of 1 input, 4 outputs); 16 and 17 dy channels per
-// group keep nxc, and stride 2 along an even width the x-phase kernel.
+// fewer than 16 dy channels per group and an even number of groups, which its x86 tiles hold
+// in pairs): ResNeXt-like groups of 8 over rows of 30 (14-pixel tiles, one shifted inwards),
+// 7-13 and under 7 pixels, 5-15 dy channels per group with several blocks of staged rows and
+// a short last one (19 rows), 12 and 16 dx channels (tiles that overlap, two tiles), 5 and
+// 6 (quarter-vector tiles with AVX-512) and 1 per group (a depthwise multiplier: the scalar nest), a
+// stride and a dilation it takes. Odd group counts, 16 and 17 dy channels per group keep
+// nxc, and stride 2 along an even width the x-phase kernel.
 TEST(TfEdge, SmallGroupsStagedWithConstantStride) {
     for (const TfConv2D &c : {conv({2, 9, 30, 64}, {3, 3, 8, 64}, "SAME", 1, 1),      // 8 groups of 8
-                              conv({1, 19, 17, 40}, {3, 3, 8, 25}, "SAME", 1, 1),     // 5 groups: 8 in, 5 out
-                              conv({2, 19, 13, 36}, {3, 3, 12, 45}, "VALID", 1, 1),   // 3 groups: 12 in, 15 out
+                              conv({2, 5, 11, 32}, {3, 3, 8, 32}, "SAME", 1, 1),      // 4 groups, 11 wide
+                              conv({1, 6, 5, 16}, {3, 3, 8, 16}, "SAME", 1, 1),       // 2 groups, 5 wide
+                              conv({1, 19, 17, 32}, {3, 3, 8, 20}, "SAME", 1, 1),     // 4 groups: 8 in, 5 out
+                              conv({2, 19, 16, 24}, {3, 3, 12, 30}, "VALID", 1, 1),   // 2 groups: 12 in, 15 out
                               conv({2, 11, 15, 32}, {3, 3, 16, 24}, "SAME", 3, 3),    // 2 groups of 16 to 12, stride 3
-                              conv({1, 10, 21, 6}, {3, 3, 6, 15}, "SAME", 2, 2)}) {   // one group, odd width
+                              conv({2, 7, 16, 10}, {3, 3, 5, 14}, "SAME", 1, 1)}) {   // 2 groups: 5 in, 7 out
         expect_matches_reference(c);
         expect_kernel(c, "bwd_data_f32_nxc_sg");
     }
@@ -255,14 +260,16 @@ TEST(TfEdge, SmallGroupsStagedWithConstantStride) {
     dilated.dilations = {1, 2, 3, 1};
     expect_matches_reference(dilated);
     expect_kernel(dilated, "bwd_data_f32_nxc_sg");
-    TfConv2D multiplier = conv({2, 9, 12, 5}, {3, 3, 5, 4}, "SAME", 3, 3);  // (unit strides: nxc_px)
+    TfConv2D multiplier = conv({2, 9, 12, 6}, {3, 3, 6, 4}, "SAME", 3, 3);  // (unit strides: nxc_px)
     multiplier.depthwise = true;
     expect_matches_reference(multiplier);
     expect_kernel(multiplier, "bwd_data_f32_nxc_sg");
-    for (const TfConv2D &wider : {conv({2, 9, 30, 16}, {3, 3, 8, 32}, "SAME", 1, 1),     // 2 groups: 16 out
-                                  conv({2, 9, 30, 16}, {3, 3, 8, 34}, "SAME", 1, 1)}) {  // 17 out
-        expect_matches_reference(wider);
-        expect_kernel(wider, "bwd_data_f32_nxc");
+    for (const TfConv2D &other : {conv({2, 9, 30, 16}, {3, 3, 8, 32}, "SAME", 1, 1),     // 2 groups: 16 out
+                                  conv({2, 9, 30, 16}, {3, 3, 8, 34}, "SAME", 1, 1),     // 17 out
+                                  conv({1, 19, 17, 40}, {3, 3, 8, 25}, "SAME", 1, 1),    // 5 groups
+                                  conv({1, 10, 21, 6}, {3, 3, 6, 15}, "SAME", 2, 2)}) {  // one group, odd width
+        expect_matches_reference(other);
+        expect_kernel(other, "bwd_data_f32_nxc");
     }
     const TfConv2D phased = conv({2, 9, 30, 64}, {3, 3, 8, 64}, "SAME", 2, 2);
     expect_kernel(phased, "bwd_data_f32_nxc_s2");

@@ -143,10 +143,11 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         }
     }
     // Small-group kernels. The data gradient's stage dy with kSmallGroupChannels slots per
-    // pixel (act0 is dy). The filter gradient's tiles span pairs of groups of
-    // kSmallGroupPairChannels dy channels (act1 is dy) and at least as many x channels.
+    // pixel (act0 is dy) and, on x86, tile pairs of groups. The filter gradient's tiles span
+    // pairs of groups of kSmallGroupPairChannels dy channels (act1 is dy) and at least as many
+    // x channels.
     if (needs.small_groups) {
-        if (d == Direction::kBackwardData && act0.extent[kC] >= kSmallGroupChannels) return false;
+        if (d == Direction::kBackwardData && (p.groups % 2 != 0 || act0.extent[kC] >= kSmallGroupChannels)) return false;
         if (d == Direction::kBackwardWeights &&
             (p.groups % 2 != 0 || act1.extent[kC] != kSmallGroupPairChannels || act0.extent[kC] < kSmallGroupPairChannels)) {
             return false;
