@@ -1,6 +1,6 @@
 // CPU schedule of the data gradient's small-group variant on x86 (nxc_sg with `pairs`: NXC,
-// fewer than kSmallGroupChannels dy channels per group, an even number of groups; f32, f64
-// and i32).
+// fewer than kSmallGroupChannels dy channels per group, an even number of groups; the AOT
+// build has it for f32 and f64).
 //
 // nxc's tiles for small groups are one group wide: ResNeXt's 8 dx channels fill half an
 // AVX-512 vector of f32, and rx_g32_28's data gradient ran at a quarter of the FMA peak.
@@ -11,6 +11,8 @@
 // block of rows, each pair's pixels contiguous with kSmallGroupChannels slots each (a
 // constant pixel stride: the tile's broadcasts are immediate offsets from one address).
 // dx is stored from acc one group at a time (half vectors, the lanes of one group).
+// Kernel alone on rx_g32_28: 2.03 -> 1.11-1.16 ms (tiles 1.46 -> 0.60 ms, ~88 % of peak);
+// suite 0.57x -> 1.05x oneDNN.
 #include "../generators/bwd_data.h"
 
 namespace convgrad::gen {
@@ -41,7 +43,10 @@ void schedule_bwd_data_cpu_pairs(BwdDataStages &s, const Target &target) {
     if (half / 2 >= kPixelVectorChannels) branches.push_back({s.c_extent >= half / 2 && s.x_extent >= pixels, half / 2, pixels});
 
     // dx: tiles of (channels) x (pair) x (pixels), threads over blocks of rows (dy staged per
-    // block) and images; every group of a row inside a thread's block.
+    // block) and images; every group of a row inside a thread's block, the pairs inside each
+    // x tile, so consecutive tiles fill a pixel's line of dx after another (with the x tiles
+    // inside, a pixel's lines were written 1 KB apart: 1.02-1.03x this way, though the
+    // filter then cycles through L1 by pairs).
     Var c_o("c_o"), c_i("c_i"), x_o("x_o"), x_i("x_i"), gp("gp"), gpar("gpar"), y_o("y_o"), y_i("y_i");
     Func dx = s.dx;
     const auto nest = [&](Stage st, int c_factor, int x_factor) {
@@ -82,6 +87,9 @@ void schedule_bwd_data_cpu_pairs(BwdDataStages &s, const Target &target) {
         tile(st, b.lanes, true);
         Stage unit = st.specialize(s.unit_stride);
         if (b.pixels == pixels) {
+            // A row of 3 taps inside the output channels: the pixels' broadcasts of dy at a
+            // tap are the next taps' too (x + 1 - kx), so each load feeds three FMAs
+            // (rx_g32_28 kernel alone 1.12-1.14x; tiles 0.91 -> 0.60 ms).
             Stage row = unit.specialize(s.unit_dilation).specialize(s.kx_extent == 3);
             row.reorder(s.gpar, c_vi, c_vo, s.x, kx, co, ky, kz).unroll(kx);
         }
