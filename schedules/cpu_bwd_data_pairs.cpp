@@ -34,9 +34,11 @@ void schedule_bwd_data_cpu_pairs(BwdDataStages &s, const Target &target) {
         Expr condition;
         int lanes, pixels;  // dx channels per vector (of each group), pixels per tile
     };
-    std::vector<Branch> branches = {{s.c_extent >= half && s.x_extent >= pixels, half, pixels},
-                                    {s.c_extent >= half && s.x_extent >= short_pixels, half, short_pixels},
-                                    {s.c_extent >= half, half, 1}};
+    std::vector<Branch> branches = {{s.c_extent >= half && s.x_extent >= pixels, half, pixels}};
+    // (A tuned `pixels` at or below the short tile's has no use for it: the same condition
+    // twice would be one specialisation split twice, a generator error.)
+    if (short_pixels < pixels) branches.push_back({s.c_extent >= half && s.x_extent >= short_pixels, half, short_pixels});
+    if (pixels > 1) branches.push_back({s.c_extent >= half, half, 1});
     // Groups of 5-7 channels with AVX-512 f32: half vectors. (Groups of at most
     // kPixelVectorChannels go to the pixel-vector kernels, so narrower targets and f64 have
     // no shape for such a branch.)
