@@ -14,6 +14,7 @@
 // Kernel alone on rx_g32_28: 2.03 -> 1.11-1.16 ms (tiles 1.46 -> 0.60 ms, ~88 % of peak);
 // suite 0.57x -> 1.05x oneDNN.
 #include "../generators/bwd_data.h"
+#include "cpu_staging.h"
 
 namespace convgrad::gen {
 
@@ -100,16 +101,11 @@ void schedule_bwd_data_cpu_pairs(BwdDataStages &s, const Target &target) {
     s.acc.update().reorder(s.gpar, s.c, s.x, co, kx, ky, kz);
     s.acc.update().specialize(s.unit_stride);
 
-    // dy_pairs per block of rows, zero border included, copied along dy's rows (every pair
-    // of a pixel in turn: dy's reads contiguous) into each pair's rows. With a group stride
-    // of half a vector, each copied vector is one dense load of the pair's channels.
+    // dy_pairs per block of rows, zero border included, copied along dy's rows into each
+    // pair's rows.
     const std::vector<Var> a = s.dy_pairs.args();  // (gpar, c, x, y, z, gp, n)
-    s.dy_pairs.compute_at(dx, y_o)
-        .bound(a[0], 0, 2)
-        .bound_storage(a[1], kSmallGroupChannels)
-        .reorder(a[0], a[1], a[5], a[2], a[3], a[4], a[6]);
-    s.dy_pairs.specialize(s.dy_g_stride == half).vectorize(a[0]).vectorize(a[1], half, TailStrategy::GuardWithIf);
-    s.dy_pairs.vectorize(a[0]).vectorize(a[1], half, TailStrategy::GuardWithIf);
+    s.dy_pairs.compute_at(dx, y_o).bound(a[0], 0, 2).bound_storage(a[1], kSmallGroupChannels);
+    copy_pairs_along_rows(s.dy_pairs, s.dy_g_stride, vec);
 
     // The filter packed once, (gpar, ci) innermost: a tile's filter vector is one load.
     const std::vector<Var> w = s.w_pairs.args();  // (gpar, ci, co, kx, ky, kz, gp)

@@ -82,6 +82,19 @@ inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inn
     if (root) f.parallel(a[5]).parallel(a[2]);
 }
 
+// Copies `f`, an activation seen as pairs of groups (generator_common.h: group_pairs, a Func
+// of (gpar, c, x, y, z, gp, n)), along the source's rows: each pixel's pairs in turn, so the
+// reads run along the pixel's channels, each vector a pair's `vec` values, (gpar, c) with the
+// group innermost. Where the source's group stride `g_stride` is half a vector, the pair's
+// channels are one dense load (and a shuffle); else each lane is loaded alone. Where it is
+// computed and how it is stored are the caller's (the small-group variants, nxc_sg).
+inline void copy_pairs_along_rows(Func f, const Expr &g_stride, int vec) {
+    const std::vector<Var> a = f.args();  // (gpar, c, x, y, z, gp, n)
+    f.reorder(a[0], a[1], a[5], a[2], a[3], a[4], a[6]);
+    f.specialize(g_stride == vec / 2).vectorize(a[0]).vectorize(a[1], vec / 2, TailStrategy::GuardWithIf);
+    f.vectorize(a[0]).vectorize(a[1], vec / 2, TailStrategy::GuardWithIf);
+}
+
 // Computes `f`, an activation staged as rows over zeros (generator_common.h), inside `at`,
 // rows innermost (x, then channels): the zeros and each row's copy vectorised along x, the
 // copy with a masked last vector. A staged row holds whole vectors (align_extent), so the
