@@ -61,6 +61,23 @@ TEST(HalideErrors, SmallGroupKernelRefusesWiderGroups) {
     EXPECT_NE(s.message().find("bwd_data_f32_nxc_sg"), std::string::npos) << s.message();
 }
 
+#if defined(__x86_64__)
+// On x86 the small-group kernel's tiles hold pairs of groups: given an odd number (which the
+// registry routes to nxc), it fails with a status instead of reading a group past dy's last.
+// (ARM64 builds run nxc's tiles under that name, and take odd counts.)
+TEST(HalideErrors, SmallGroupKernelRefusesOddGroupCounts) {
+    ConvProblem p;
+    p.groups = 3;
+    p.in_channels = p.out_channels = 3 * 8;
+    p.input_size = p.output_size = {9, 5, 1};
+    p.kernel_size = {3, 3, 1};
+    p.pads_begin = p.pads_end = {1, 1, 0};
+    const Status s = run_directly(p, false, "bwd_data_f32_nxc_sg");
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_NE(s.message().find("bwd_data_f32_nxc_sg"), std::string::npos) << s.message();
+}
+#endif
+
 // The channel-slab kernel's tiles are whole slabs of kChannelSlab dx channels: given 48
 // (which the registry routes to nxc), it fails with a status instead of reading a tile
 // that straddles two slabs.
