@@ -33,6 +33,25 @@ Status run_directly(const ConvProblem &p, bool gapped, const std::string &name) 
     return s;
 }
 
+// A 3x3 layer with pads of 1 on a width x height plane: what the refusal tests below run.
+ConvProblem padded_3x3(int groups, int in_channels, int out_channels, int width, int height) {
+    ConvProblem p;
+    p.groups = groups;
+    p.in_channels = in_channels;
+    p.out_channels = out_channels;
+    p.input_size = p.output_size = {width, height, 1};
+    p.kernel_size = {3, 3, 1};
+    p.pads_begin = p.pads_end = {1, 1, 0};
+    return p;
+}
+
+// The kernel `name`, called directly on `p`, fails with an error status that names it.
+void expect_refused(const ConvProblem &p, bool gapped, const std::string &name) {
+    const Status s = run_directly(p, gapped, name);
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_NE(s.message().find(name), std::string::npos) << s.message();
+}
+
 // A view that breaks the kernel's stride assertion (the registry routes it to the
 // stride-agnostic kernel).
 TEST(HalideErrors, KernelAssertionBecomesStatus) {
@@ -49,16 +68,7 @@ TEST(HalideErrors, KernelAssertionBecomesStatus) {
 // groups (which the registry routes to nxc), it fails with a status instead of writing past
 // its staging buffer.
 TEST(HalideErrors, SmallGroupKernelRefusesWiderGroups) {
-    ConvProblem p;
-    p.groups = 2;
-    p.in_channels = 16;
-    p.out_channels = 2 * (kSmallGroupChannels + 1);
-    p.input_size = p.output_size = {5, 5, 1};
-    p.kernel_size = {3, 3, 1};
-    p.pads_begin = p.pads_end = {1, 1, 0};
-    const Status s = run_directly(p, false, "bwd_data_f32_nxc_sg");
-    EXPECT_EQ(s.code(), StatusCode::kInternal);
-    EXPECT_NE(s.message().find("bwd_data_f32_nxc_sg"), std::string::npos) << s.message();
+    expect_refused(padded_3x3(2, 16, 2 * (kSmallGroupChannels + 1), 5, 5), false, "bwd_data_f32_nxc_sg");
 }
 
 #if defined(__x86_64__)
@@ -66,15 +76,7 @@ TEST(HalideErrors, SmallGroupKernelRefusesWiderGroups) {
 // registry routes to nxc), it fails with a status instead of reading a group past dy's last.
 // (ARM64 builds run nxc's tiles under that name, and take odd counts.)
 TEST(HalideErrors, SmallGroupKernelRefusesOddGroupCounts) {
-    ConvProblem p;
-    p.groups = 3;
-    p.in_channels = p.out_channels = 3 * 8;
-    p.input_size = p.output_size = {9, 5, 1};
-    p.kernel_size = {3, 3, 1};
-    p.pads_begin = p.pads_end = {1, 1, 0};
-    const Status s = run_directly(p, false, "bwd_data_f32_nxc_sg");
-    EXPECT_EQ(s.code(), StatusCode::kInternal);
-    EXPECT_NE(s.message().find("bwd_data_f32_nxc_sg"), std::string::npos) << s.message();
+    expect_refused(padded_3x3(3, 3 * 8, 3 * 8, 9, 5), false, "bwd_data_f32_nxc_sg");
 }
 #endif
 
@@ -82,15 +84,7 @@ TEST(HalideErrors, SmallGroupKernelRefusesOddGroupCounts) {
 // (which the registry routes to nxc), it fails with a status instead of reading a tile
 // that straddles two slabs.
 TEST(HalideErrors, ChannelSlabKernelRefusesPartialSlabs) {
-    ConvProblem p;
-    p.in_channels = kChannelSlab + kChannelSlab / 2;
-    p.out_channels = 8;
-    p.input_size = p.output_size = {7, 7, 1};
-    p.kernel_size = {3, 3, 1};
-    p.pads_begin = p.pads_end = {1, 1, 0};
-    const Status s = run_directly(p, true, "bwd_data_f32_nxc_cs");
-    EXPECT_EQ(s.code(), StatusCode::kInternal);
-    EXPECT_NE(s.message().find("bwd_data_f32_nxc_cs"), std::string::npos) << s.message();
+    expect_refused(padded_3x3(1, kChannelSlab + kChannelSlab / 2, 8, 7, 7), true, "bwd_data_f32_nxc_cs");
 }
 
 // The dy-broadcast kernel (ncx_db) is a whole kernel, not only the registry's pointwise
@@ -136,16 +130,10 @@ TEST(HalideErrors, DyBroadcastKernelOutsideItsRule) {
 // (which the registry routes elsewhere), it fails with a status instead of reading the
 // plane with the wrong row width.
 TEST(HalideErrors, FlatPlaneKernelRefusesGappedRows) {
-    ConvProblem p;
-    p.groups = p.in_channels = p.out_channels = 4;
+    ConvProblem p = padded_3x3(4, 4, 4, 9, 9);
     p.activation_layout = ActivationLayout::kNCX;
     p.filter_layout = FilterLayout::kOIX;
-    p.input_size = p.output_size = {9, 9, 1};
-    p.kernel_size = {3, 3, 1};
-    p.pads_begin = p.pads_end = {1, 1, 0};
-    const Status s = run_directly(p, true, "bwd_data_f32_ncg_fp");
-    EXPECT_EQ(s.code(), StatusCode::kInternal);
-    EXPECT_NE(s.message().find("bwd_data_f32_ncg_fp"), std::string::npos) << s.message();
+    expect_refused(p, true, "bwd_data_f32_ncg_fp");
 }
 
 }  // namespace
