@@ -21,6 +21,11 @@ struct BwdWeightsStages {
     // dy_in are (i, g, n), and col_ok (i, kx) tests dy position i's tap column kx.
     bool flat_planes = false;
     Func col_ok;
+    // nxc on CPUs (native float types): x_in reads x_blocks (ci_i, ci_o, x, y, z, g, n), x
+    // staged in blocks of `x_block` channels (the tile's ci_tile) with each block's pixels
+    // contiguous; 0 where x_in reads x itself.
+    Func x_blocks;
+    int x_block = 0;
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
@@ -29,6 +34,11 @@ struct BwdWeightsStages {
     Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
     // dw's strides: HWIO has co innermost (stride 1); OIHW has the taps innermost and ci next.
     Expr dw_co_stride, dw_ci_stride;
+    // The NXC tile's input channels (its broadcasts of x per position): a tuned value, else
+    // 8 with 32 vector registers and 4 with 16.
+    static int ci_tile(const ScheduleParams &tuned, const Target &t) {
+        return tuned.get("ci_tile", vector_registers(t) == 32 ? 8 : 4);
+    }
     // True for a square 2-D filter of taps x taps.
     Expr square_2d(int taps) const { return square_2d_filter(kx_extent, ky_extent, kz_extent, taps); }
     // Sizes for cache blocking the reduction: its rows (n, oz, oy) and their positions

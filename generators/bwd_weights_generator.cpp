@@ -97,6 +97,25 @@ public:
                 through_pairs(s.dy_in, s.dy_pairs, "dy");
             }
         }
+        // nxc on CPUs: x staged in blocks of the tile's input channels, each block's pixels
+        // contiguous, so a tile's broadcasts of x over a chunk's positions stream one run of
+        // 32-byte pixels instead of taking a line (and, 2048 channels wide, a page) per pixel
+        // (schedules/cpu_bwd_weights.cpp). Channels past the last are copies of it (the
+        // block's unused slots: the tiles never read them).
+        if (variant_layout() == Layout::NXC && !pairs && bt.bits() != 16 && !get_target().has_gpu_feature() &&
+            !autoscheduled()) {
+            Var ci_i("ci_i"), ci_o("ci_o"), c, x_, y, z, g, n;
+            const int b = BwdWeightsStages::ci_tile(schedule_params(), get_target());
+            // (The slot is clamped too, so that a layer with fewer channels than a block
+            // stores only its own: an RGB stem's 3, not 8.)
+            const Expr last = x.dim(kC).extent() - 1;
+            Func plain = s.x_in;
+            s.x_blocks = Func("x_blocks");
+            s.x_blocks(ci_i, ci_o, x_, y, z, g, n) = plain(Halide::min(ci_o * b + ci_i, last), x_, y, z, g, n);
+            s.x_in = Func("x_in_blocks");
+            s.x_in(c, x_, y, z, g, n) = s.x_blocks(Halide::min(c % b, last), c / b, x_, y, z, g, n);
+            s.x_block = b;
+        }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input
         // element once instead of at every one of its uses in the tiles.
         s.staged_inputs = bt.bits() == 16;
@@ -142,6 +161,9 @@ public:
         constrain_activation_strides(x, lay);
         constrain_activation_strides(dy, lay);
         constrain_filter_strides(dw, lay);
+        // (x_blocks: dw's input channels are x's, one symbol, so that the tile branches'
+        // conditions on them simplify the blocks' indices.)
+        if (s.x_block > 0) dw.dim(kCi).set_extent(x.dim(kC).extent());
         if (flat_planes) {
             constrain_flat_plane(x);
             constrain_flat_plane(dy);

@@ -141,7 +141,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // (vd: the vector dim, bd: the broadcast one.)
     const Var &vd = s.dy_broadcasts ? s.ci : s.co, &bd = s.dy_broadcasts ? s.co : s.ci;
     const Var &vd_i = s.dy_broadcasts ? ci_i : co_i, &bd_i = s.dy_broadcasts ? co_i : ci_i;
-    const int ci_tile = s.tuned.get("ci_tile", vector_registers(target) == 32 ? 8 : 4);
+    const int ci_tile = BwdWeightsStages::ci_tile(s.tuned, target);
     const int co_tile = s.tuned.get("co_vectors", 2) * vec;
     const Expr tiled = s.ci_extent >= ci_tile && s.co_extent >= co_tile;
     // Few input channels (an RGB stem has 3): a 3 x 2-vector tile still amortises the loads;
@@ -150,6 +150,9 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // NHWC 1.21x, NCHW 1.08x; with 4 input channels, one full tile and one of a third,
     // 0.83-0.94x, hence the multiple of 3).
     const Expr narrow = s.ci_extent >= 3 && s.co_extent >= co_tile;
+    // (Narrower than the tile, as the order implies: said so, the branch's reads of x_blocks
+    // (c % 8, c / 8) simplify to (c, 0), one address for the tile's broadcasts.)
+    const Expr few = narrow && s.ci_extent < ci_tile;
     const Expr vector = s.co_extent >= vec;
     // Small groups (ResNeXt: 4-8 channels per group): half-width vectors beat scalars.
     const Expr half = s.co_extent >= vec / 2;
@@ -249,7 +252,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         const Expr co_serial = chunk_threads ? Expr(1) : Halide::max(1, ceil_div(co_blocks, co_tasks));
         st.split(s.co, co_o, co_i, co_factor)
             .split(co_o, co_oo, co_oi, co_serial, TailStrategy::GuardWithIf)
-            .split(s.ci, ci_o, ci_i, ci_factor);
+            .split(s.ci, ci_o, ci_i, ci_factor, ci_factor == s.x_block ? TailStrategy::RoundUp : TailStrategy::Auto);
         // (RoundUp: the branch takes an even number of groups, and a pair's tile starts at an
         // even group, which lets Halide see x_pairs' lanes as one 64-bit broadcast.)
         if (pairs) st.split(s.g, g_p, g_par, 2, TailStrategy::RoundUp).unroll(g_par);
@@ -317,8 +320,8 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                         tile, vector_row};
         } else {
             branches = {tile,
-                        {narrow && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},
-                        {narrow, 3, co_tile, vec},
+                        {few && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},
+                        {few, 3, co_tile, vec},
                         vector_row,
                         {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2, true},
                         {vector, 1, vec, vec},
@@ -367,6 +370,18 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             f.compute_at(sums, u).reorder_storage(a[0], a[1], a[2], a[3], a[4], a[6], a[5]);
             copy_pairs_along_rows(f, stride, vec);
         }
+    } else if (s.x_block > 0) {
+        // x in blocks of the tile's ci channels (generators/bwd_weights_generator.cpp), each
+        // block's pixels contiguous: a tile's broadcasts over a chunk read one dense run.
+        // Copied along each row of x, block by block, in parallel over rows.
+        const std::vector<Var> a = s.x_blocks.args();  // (ci_i, ci_o, x, y, z, g, n)
+        s.x_blocks.compute_root()
+            .reorder_storage(a[0], a[2], a[3], a[4], a[6], a[1], a[5])
+            .reorder(a[0], a[2], a[1], a[5], a[4], a[3], a[6])
+            .parallel(a[6])
+            .parallel(a[3]);
+        s.x_blocks.specialize(s.ci_extent >= s.x_block).vectorize(a[0], s.x_block);
+        s.x_blocks.vectorize(a[0], s.x_block, TailStrategy::GuardWithIf);
     } else if (!s.staged_inputs && !channels_first) {
         stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], s.ci_extent, vec, false);
         pad_aliasing_pixels(s.x_in, s.x_in.args()[0], s.ci_extent, s.g_extent, bytes, 256);

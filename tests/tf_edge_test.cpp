@@ -275,6 +275,28 @@ TEST(TfEdge, SmallGroupsStagedWithConstantStride) {
     expect_kernel(phased, "bwd_data_f32_nxc_s2");
 }
 
+// The NHWC filter gradient's x staged in blocks of the tile's input channels (x_blocks in
+// cpu_bwd_weights.cpp: 8 with AVX-512, 4 with AVX2 and SSE4.1), each block's pixels
+// contiguous: channel counts that end in a partial block (9, 12, 20: the last tile rounds
+// up over the block's clamped slots), fewer than a block (1, 2, 5, 7: one block of that
+// width), groups of 12 (blocks within each group), a stride and a dilation.
+TEST(TfEdge, BlockedInputChannelFilters) {
+    TfConv2D dilated = conv({2, 10, 11, 12}, {3, 3, 12, 40}, "SAME", 1, 1);
+    dilated.dilations = {1, 2, 2, 1};
+    for (const TfConv2D &c : {conv({2, 9, 10, 9}, {3, 3, 9, 32}, "SAME", 1, 1),
+                              conv({1, 8, 11, 20}, {1, 1, 20, 48}, "VALID", 1, 1),
+                              conv({2, 13, 12, 12}, {3, 3, 12, 64}, "SAME", 2, 2),
+                              dilated,
+                              conv({2, 9, 10, 24}, {3, 3, 12, 48}, "SAME", 1, 1),  // 2 groups of 12
+                              conv({1, 9, 10, 7}, {3, 3, 7, 32}, "SAME", 1, 1),
+                              conv({1, 9, 10, 5}, {3, 3, 5, 40}, "VALID", 1, 1),
+                              conv({1, 9, 10, 2}, {3, 3, 2, 32}, "SAME", 1, 1),
+                              conv({1, 9, 10, 1}, {3, 3, 1, 24}, "SAME", 1, 1)}) {
+        expect_matches_reference(c);
+        expect_kernel(c, "bwd_weights_f32_nxc");
+    }
+}
+
 // The small-group filter-gradient kernel (nxc_sg: tiles over pairs of groups of 8 dy
 // channels, x and dy staged per chunk with each pair's pixels contiguous): ResNeXt-like
 // groups of 8, 16 x channels per group, a 5x5 filter (no row of 3 taps), stride 2, a
