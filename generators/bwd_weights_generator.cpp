@@ -97,13 +97,13 @@ public:
                 through_pairs(s.dy_in, s.dy_pairs, "dy");
             }
         }
-        // nxc on CPUs: x staged in blocks of the tile's input channels, each block's pixels
+        // nxc and ncx on CPUs: x staged in blocks of the tile's input channels, each block's pixels
         // contiguous, so a tile's broadcasts of x over a chunk's positions stream one run of
         // 32-byte pixels instead of taking a line (and, 2048 channels wide, a page) per pixel
         // (schedules/cpu_bwd_weights.cpp). Channels past the last are copies of it (the
         // block's unused slots: the tiles never read them).
-        if (variant_layout() == Layout::NXC && !pairs && bt.bits() != 16 && !get_target().has_gpu_feature() &&
-            !autoscheduled()) {
+        const bool dense = variant_layout() == Layout::NXC || (variant_layout() == Layout::NCX && !dy_broadcasts);
+        if (dense && !pairs && bt.bits() != 16 && !get_target().has_gpu_feature() && !autoscheduled()) {
             Var ci_i("ci_i"), ci_o("ci_o"), c, x_, y, z, g, n;
             const int b = BwdWeightsStages::ci_tile(schedule_params(), get_target());
             // (The slot is clamped too, so that a layer with fewer channels than a block

@@ -24,6 +24,36 @@
 
 namespace convgrad::gen {
 
+namespace {
+
+// x in blocks of the tile's ci channels (generators/bwd_weights_generator.cpp: x_blocks,
+// (ci_i, ci_o, x, y, z, g, n)), each block's pixels contiguous, so a tile's broadcasts over a
+// chunk read one dense run; computed once, in parallel over rows, vectors of a block's
+// channels. Channels last, copied along each row block by block. Channels first
+// (`transpose`), each vector gathers a pixel across the block's planes, and the `vec`
+// unrolled pixels after it read the same lines (as stage_vector_dim_innermost's transposes).
+void stage_x_blocks(BwdWeightsStages &s, int vec, bool transpose) {
+    const std::vector<Var> a = s.x_blocks.args();
+    Var xo("xo"), xi("xi");
+    Func f = s.x_blocks;
+    f.compute_root().reorder_storage(a[0], a[2], a[3], a[4], a[6], a[1], a[5]);
+    // (A specialisation copies the schedule as it stands: each sets its own loops.)
+    for (Stage st : {f.specialize(s.ci_extent >= s.x_block), Stage(f)}) {
+        const TailStrategy lanes = TailStrategy::GuardWithIf;  // (never taken in the first)
+        if (transpose) {
+            st.split(a[2], xo, xi, vec, TailStrategy::GuardWithIf)
+                .reorder(a[0], xi, xo, a[1], a[5], a[4], a[3], a[6])
+                .vectorize(a[0], s.x_block, lanes)
+                .unroll(xi);
+        } else {
+            st.reorder(a[0], a[2], a[1], a[5], a[4], a[3], a[6]).vectorize(a[0], s.x_block, lanes);
+        }
+        st.parallel(a[6]).parallel(a[3]);
+    }
+}
+
+}  // namespace
+
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout) {
     if (s.pixel_vectors) {
         schedule_bwd_weights_cpu_pixels(s, target);
@@ -40,6 +70,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     if ((s.staged_inputs || channels_first) && !group_blocks) {
         for (const auto &[f, channels] : {std::pair{s.x_in, s.ci_extent}, std::pair{s.dy_in, s.co_extent}}) {
             if (s.dy_broadcasts && f.name() == s.dy_in.name()) continue;  // read in place (below)
+            if (s.x_block > 0 && f.name() == s.x_in.name()) continue;       // x_blocks (below)
             const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
             stage_vector_dim_innermost(f, groups_vectorised ? a[4] : a[0], groups_vectorised ? s.g_extent : channels,
                                        vec, channels_first);
@@ -371,17 +402,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             copy_pairs_along_rows(f, stride, vec);
         }
     } else if (s.x_block > 0) {
-        // x in blocks of the tile's ci channels (generators/bwd_weights_generator.cpp), each
-        // block's pixels contiguous: a tile's broadcasts over a chunk read one dense run.
-        // Copied along each row of x, block by block, in parallel over rows.
-        const std::vector<Var> a = s.x_blocks.args();  // (ci_i, ci_o, x, y, z, g, n)
-        s.x_blocks.compute_root()
-            .reorder_storage(a[0], a[2], a[3], a[4], a[6], a[1], a[5])
-            .reorder(a[0], a[2], a[1], a[5], a[4], a[3], a[6])
-            .parallel(a[6])
-            .parallel(a[3]);
-        s.x_blocks.specialize(s.ci_extent >= s.x_block).vectorize(a[0], s.x_block);
-        s.x_blocks.vectorize(a[0], s.x_block, TailStrategy::GuardWithIf);
+        stage_x_blocks(s, vec, channels_first);
     } else if (!s.staged_inputs && !channels_first) {
         stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], s.ci_extent, vec, false);
         pad_aliasing_pixels(s.x_in, s.x_in.args()[0], s.ci_extent, s.g_extent, bytes, 256);

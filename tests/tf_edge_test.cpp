@@ -275,11 +275,12 @@ TEST(TfEdge, SmallGroupsStagedWithConstantStride) {
     expect_kernel(phased, "bwd_data_f32_nxc_s2");
 }
 
-// The NHWC filter gradient's x staged in blocks of the tile's input channels (x_blocks in
+// The dense filter gradients' x staged in blocks of the tile's input channels (x_blocks in
 // cpu_bwd_weights.cpp: 8 with AVX-512, 4 with AVX2 and SSE4.1), each block's pixels
 // contiguous: channel counts that end in a partial block (9, 12, 20: the last tile rounds
 // up over the block's clamped slots), fewer than a block (1, 2, 5, 7: one block of that
-// width), groups of 12 (blocks within each group), a stride and a dilation.
+// width), groups of 12 (blocks within each group), a stride and a dilation; NHWC (copied
+// along rows) and NCHW (ncx: a transposing copy).
 TEST(TfEdge, BlockedInputChannelFilters) {
     TfConv2D dilated = conv({2, 10, 11, 12}, {3, 3, 12, 40}, "SAME", 1, 1);
     dilated.dilations = {1, 2, 2, 1};
@@ -294,7 +295,9 @@ TEST(TfEdge, BlockedInputChannelFilters) {
                               conv({1, 9, 10, 1}, {3, 3, 1, 24}, "SAME", 1, 1)}) {
         expect_matches_reference(c);
         expect_kernel(c, "bwd_weights_f32_nxc");
+        expect_matches_reference(as_nchw(c));
     }
+    expect_kernel(as_nchw(conv({2, 9, 10, 9}, {3, 3, 9, 32}, "SAME", 1, 1)), "bwd_weights_f32_ncx");
 }
 
 // The small-group filter-gradient kernel (nxc_sg: tiles over pairs of groups of 8 dy
