@@ -3,7 +3,8 @@
 //
 // NXC: a register tile of (ci_tile input channels) x (2 vectors of output channels), reduced
 //   over one cache-sized chunk of output rows with the accumulators in registers: per
-//   position, ci_tile broadcasts of x (staged with its zero border) and 2 vector loads of dy
+//   position, ci_tile broadcasts of x (staged with its zero border, in blocks of ci_tile
+//   channels with each block's pixels contiguous: x_blocks) and 2 vector loads of dy
 //   feed 2*ci_tile FMAs. The chunk loop is outermost; within a chunk, threads split the
 //   (tile, tap, group) space; the chunks' sums are added in order. Smaller problems: a
 //   3-channel tile (RGB stems), one vector of co per ci, a half vector (small groups), then
