@@ -32,7 +32,9 @@ inline void stage_in_cache(Func f, const Var &inner, int vec, const LoopLevel &a
 // (NHWC) and 1.21x (NCHW), rn50_1x1_56 1.06x (64 channels of x, 256 bytes), dl_3x3_d2
 // 1.05x. The pad is a line more to copy per pixel: NCHW copies (transposed, whole) pad
 // only from 1 KB on (the stem's 64-channel dy cost its filter gradient 0.93x, and
-// 128-channel layers 0.97x).
+// 128-channel layers 0.97x). (Measured on x's copies, which the dense filter gradients now
+// stage in blocks of contiguous pixels instead (x_blocks); it still pads the transposed dy
+// of channels-first layers, 16-bit staged copies and the `any` variant's x.)
 inline void pad_aliasing_pixels(Func f, const Var &inner, const Expr &extent, const Expr &groups, int bytes,
                                 int period) {
     const Expr aliasing = groups == 1 && (extent * bytes) % period == 0;
