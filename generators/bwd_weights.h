@@ -21,9 +21,9 @@ struct BwdWeightsStages {
     // dy_in are (i, g, n), and col_ok (i, kx) tests dy position i's tap column kx.
     bool flat_planes = false;
     Func col_ok;
-    // nxc on CPUs (native float types): x_in reads x_blocks (ci_i, ci_o, x, y, z, g, n), x
-    // staged in blocks of `x_block` channels (the tile's ci_tile) with each block's pixels
-    // contiguous; 0 where x_in reads x itself.
+    // nxc and ncx (not ncx_db) on CPUs, native float types: x_in reads x_blocks (ci_i, ci_o,
+    // x, y, z, g, n), x staged in blocks of `x_block` channels (the tile's ci_tile) with each
+    // block's pixels contiguous; 0 where x_in reads x itself.
     Func x_blocks;
     int x_block = 0;
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};

@@ -39,15 +39,15 @@ void stage_x_blocks(BwdWeightsStages &s, int vec, bool transpose) {
     Func f = s.x_blocks;
     f.compute_root().reorder_storage(a[0], a[2], a[3], a[4], a[6], a[1], a[5]);
     // (A specialisation copies the schedule as it stands: each sets its own loops.)
+    // (Whole blocks in the first; the guard is for layers with fewer channels than a block.)
     for (Stage st : {f.specialize(s.ci_extent >= s.x_block), Stage(f)}) {
-        const TailStrategy lanes = TailStrategy::GuardWithIf;  // (never taken in the first)
         if (transpose) {
             st.split(a[2], xo, xi, vec, TailStrategy::GuardWithIf)
                 .reorder(a[0], xi, xo, a[1], a[5], a[4], a[3], a[6])
-                .vectorize(a[0], s.x_block, lanes)
+                .vectorize(a[0], s.x_block, TailStrategy::GuardWithIf)
                 .unroll(xi);
         } else {
-            st.reorder(a[0], a[2], a[1], a[5], a[4], a[3], a[6]).vectorize(a[0], s.x_block, lanes);
+            st.reorder(a[0], a[2], a[1], a[5], a[4], a[3], a[6]).vectorize(a[0], s.x_block, TailStrategy::GuardWithIf);
         }
         st.parallel(a[6]).parallel(a[3]);
     }
@@ -183,7 +183,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // 0.83-0.94x, hence the multiple of 3).
     const Expr narrow = s.ci_extent >= 3 && s.co_extent >= co_tile;
     // (Narrower than the tile, as the order implies: said so, the branch's reads of x_blocks
-    // (c % 8, c / 8) simplify to (c, 0), one address for the tile's broadcasts.)
+    // (c % ci_tile, c / ci_tile) simplify to (c, 0), one address for the tile's broadcasts.)
     const Expr few = narrow && s.ci_extent < ci_tile;
     const Expr vector = s.co_extent >= vec;
     // Small groups (ResNeXt: 4-8 channels per group): half-width vectors beat scalars.
