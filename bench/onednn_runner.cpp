@@ -79,8 +79,12 @@ std::string dnnl_version_string() {
     return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
-Result<std::shared_ptr<OneDnnGradient>> OneDnnGradient::create(const ConvProblem &p, Direction d, bool own_layout) {
+Result<std::shared_ptr<OneDnnGradient>> OneDnnGradient::create(const ConvProblem &p, Direction d, bool own_layout,
+                                                               OneDnnAlgorithm algorithm) {
     auto type = onednn_type(p.dtype);
+    const dnnl::algorithm alg = algorithm == OneDnnAlgorithm::kWinograd ? dnnl::algorithm::convolution_winograd
+                                                                        : dnnl::algorithm::convolution_direct;
+    if (algorithm == OneDnnAlgorithm::kWinograd) own_layout = true;  // its transformed layouts only
     if (!type.is_ok()) return type.status;
     try {
         dims src{p.batch, p.in_channels}, dst{p.batch, p.out_channels}, wei, strides, dilations, pad_l, pad_r;
@@ -97,14 +101,14 @@ Result<std::shared_ptr<OneDnnGradient>> OneDnnGradient::create(const ConvProblem
             return own_layout ? dnnl::memory::desc(user.dims(), user.data_type(), tag::any) : user;
         };
         dnnl::convolution_forward::primitive_desc fwd(
-            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg,
                                             chosen(src_user), chosen(wei_user), chosen(dst_user), strides, dilations,
                                             pad_l, pad_r),
             engine());
         auto r = std::make_shared<Impl>();
         if (d == Direction::kBackwardData) {
             dnnl::convolution_backward_data::primitive_desc pd(
-                dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, chosen(src_user),
+                dnnl::convolution_backward_data::desc(alg, chosen(src_user),
                                                       chosen(wei_user), chosen(dst_user), strides, dilations, pad_l, pad_r),
                 engine(), fwd);
             r->primitive_ = dnnl::convolution_backward_data(pd);
@@ -114,7 +118,7 @@ Result<std::shared_ptr<OneDnnGradient>> OneDnnGradient::create(const ConvProblem
                         {DNNL_ARG_DIFF_SRC, dnnl::memory(pd.diff_src_desc(), engine())}};
         } else {
             dnnl::convolution_backward_weights::primitive_desc pd(
-                dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, chosen(src_user),
+                dnnl::convolution_backward_weights::desc(alg, chosen(src_user),
                                                          chosen(wei_user), chosen(dst_user), strides, dilations, pad_l,
                                                          pad_r),
                 engine(), fwd);

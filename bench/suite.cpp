@@ -142,6 +142,21 @@ double Row::best_onednn_ms() const {
 
 double Row::ratio() const { return best_onednn_ms() > 0 ? best_onednn_ms() / convgrad_ms : 0; }
 
+double Row::fastest_onednn_ms() const {
+    const double best = best_onednn_ms();
+    return onednn_winograd_ms > 0 && (best == 0 || onednn_winograd_ms < best) ? onednn_winograd_ms : best;
+}
+
+double Row::ratio_fastest() const { return fastest_onednn_ms() > 0 ? fastest_onednn_ms() / convgrad_ms : 0; }
+
+// A time for the tables: "n/a" where there is none.
+static std::string ms_text(double v) {
+    if (v <= 0) return "n/a";
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", v);
+    return b;
+}
+
 // The same gradient scheduled by a Halide autoscheduler (JIT-compiled for the problem). An
 // autoscheduler that fails on a problem is a result of the experiment, not an error.
 static void time_autoscheduled(const ConvProblem &p, Direction d, const SuiteOptions &o, Row &row) {
@@ -199,11 +214,21 @@ Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(co
                 (own ? row.onednn_own_impl : row.onednn_user_impl) = dnn.value->impl();
                 (own ? row.onednn_own_ms : row.onednn_user_ms) = median_ms([&] { dnn.value->execute(); }, o.min_time_s);
             }
+            if (cpu) {  // oneDNN's Winograd, where it has one (3x3, stride 1, f32, AVX-512)
+                auto wino = OneDnnGradient::create(p, d, true, OneDnnAlgorithm::kWinograd);
+                if (wino.is_ok()) {
+                    row.onednn_winograd_impl = wino.value->impl();
+                    row.onednn_winograd_ms = median_ms([&] { wino.value->execute(); }, o.min_time_s);
+                }
+            }
             char line[256];
             std::string extra;
             if (!o.autoscheduler.empty()) {
                 extra = "  " + o.autoscheduler + " " +
                         (row.autoscheduled_ms > 0 ? std::to_string(row.autoscheduled_ms) + " ms" : "failed");
+            }
+            if (row.onednn_winograd_ms > 0) {
+                extra = "  Winograd " + ms_text(row.onednn_winograd_ms) + " ms" + extra;
             }
             std::snprintf(line, sizeof line, "%-16s %s convgrad %8.3f ms  oneDNN user %8.3f / own %8.3f ms%s", b.name.c_str(),
                           row.direction.c_str(), row.convgrad_ms, row.onednn_user_ms, row.onednn_own_ms, extra.c_str());
@@ -235,14 +260,8 @@ std::map<std::string, double> geomeans(const SuiteResult &r, const std::string &
 }
 
 double best_onednn(const Row &row) { return row.best_onednn_ms(); }
+double fastest_onednn(const Row &row) { return row.fastest_onednn_ms(); }
 double user_onednn(const Row &row) { return row.onednn_user_ms; }
-
-std::string ms(double v) {
-    if (v <= 0) return "n/a";
-    char b[32];
-    std::snprintf(b, sizeof b, "%.3f", v);
-    return b;
-}
 
 }  // namespace
 
@@ -258,14 +277,17 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
                       device_name(o.device), dtype_name(o.dtype), o.nchw ? "NCHW/OIHW" : "NHWC/HWIO");
     }
     os << buf;
-    os << "| problem | class | dir | convgrad ms | GFLOP/s | % peak | oneDNN user ms | oneDNN own ms | best oneDNN / convgrad |\n";
-    os << "|---|---|---|---|---|---|---|---|---|\n";
+    os << "| problem | class | dir | convgrad ms | GFLOP/s | % peak | oneDNN user ms | oneDNN own ms | best oneDNN / convgrad "
+          "| oneDNN Winograd ms | fastest oneDNN / convgrad |\n";
+    os << "|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const Row &row : r.rows) {
         const double gflops = row.flops / row.convgrad_ms * 1e-6;
-        std::snprintf(buf, sizeof buf, "| %s | %s | %s | %.3f | %.1f | %.1f | %s | %s | %s |\n", row.name.c_str(),
+        auto ratio_text = [](double v) { return v > 0 ? std::to_string(v).substr(0, 5) + "x" : std::string("n/a"); };
+        std::snprintf(buf, sizeof buf, "| %s | %s | %s | %.3f | %.1f | %.1f | %s | %s | %s | %s | %s |\n", row.name.c_str(),
                       row.problem_class.c_str(), row.direction.c_str(), row.convgrad_ms, gflops,
-                      r.peak_gflops > 0 ? 100 * gflops / r.peak_gflops : 0.0, ms(row.onednn_user_ms).c_str(), ms(row.onednn_own_ms).c_str(),
-                      row.ratio() > 0 ? (std::to_string(row.ratio()).substr(0, 5) + "x").c_str() : "n/a");
+                      r.peak_gflops > 0 ? 100 * gflops / r.peak_gflops : 0.0, ms_text(row.onednn_user_ms).c_str(),
+                      ms_text(row.onednn_own_ms).c_str(), ratio_text(row.ratio()).c_str(),
+                      ms_text(row.onednn_winograd_ms).c_str(), ratio_text(row.ratio_fastest()).c_str());
         os << buf;
     }
     if (!o.autoscheduler.empty()) {
@@ -275,8 +297,8 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
         for (const Row &row : r.rows) {
             const bool ok = row.autoscheduled_ms > 0;
             std::snprintf(buf, sizeof buf, "| %s | %s | %.3f | %s | %s | %s |\n", row.name.c_str(), row.direction.c_str(),
-                          row.convgrad_ms, ok ? ms(row.autoscheduled_ms).c_str() : "failed",
-                          ms(row.best_onednn_ms()).c_str(),
+                          row.convgrad_ms, ok ? ms_text(row.autoscheduled_ms).c_str() : "failed",
+                          ms_text(row.best_onednn_ms()).c_str(),
                           ok ? (std::to_string(row.autoscheduled_ms / row.convgrad_ms).substr(0, 5) + "x").c_str() : "-");
             os << buf;
         }
@@ -293,7 +315,7 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
         int n = 0;
         for (const Row &row : r.rows) {
             std::snprintf(buf, sizeof buf, "| %s | %s | %.3f | %s | %s | %.0f |\n", row.name.c_str(), row.direction.c_str(),
-                          row.convgrad_ms, ms(row.aot_ms).c_str(),
+                          row.convgrad_ms, ms_text(row.aot_ms).c_str(),
                           row.aot_ms > 0 ? (std::to_string(row.aot_ms / row.convgrad_ms).substr(0, 5) + "x").c_str() : "-",
                           row.first_call_ms);
             os << buf;
@@ -311,16 +333,20 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
     }
     if (o.device != Device::kCpu) return os.str();  // no oneDNN times to compare (bench/cudnn_bench.py does, for CUDA)
     os << "\nGeomean of oneDNN time / convgrad time (> 1: convgrad faster), against the better of oneDNN's two\n"
-          "layouts (the target) and against oneDNN on the user's layout (what a caller gets without reorders):\n\n"
-          "| class | BWD_D vs best | BWD_W vs best | BWD_D vs user layout | BWD_W vs user layout |\n|---|---|---|---|---|\n";
+          "layouts (the target), against oneDNN on the user's layout (what a caller gets without reorders), and\n"
+          "against oneDNN's fastest (its Winograd too, on the layers that have one):\n\n"
+          "| class | BWD_D vs best | BWD_W vs best | BWD_D vs user layout | BWD_W vs user layout "
+          "| BWD_D vs fastest | BWD_W vs fastest |\n|---|---|---|---|---|---|---|\n";
     const auto bd = geomeans(r, "BWD_D", best_onednn), bw = geomeans(r, "BWD_W", best_onednn);
     const auto ud = geomeans(r, "BWD_D", user_onednn), uw = geomeans(r, "BWD_W", user_onednn);
+    const auto fd = geomeans(r, "BWD_D", fastest_onednn), fw = geomeans(r, "BWD_W", fastest_onednn);
     for (const char *cls : {"dense", "strided", "dilated", "grouped", "depthwise", "3d", "all"}) {
         auto get = [&](const std::map<std::string, double> &m) {
             auto it = m.find(cls);
             return it == m.end() ? std::string("-") : std::to_string(it->second).substr(0, 5) + "x";
         };
-        os << "| " << cls << " | " << get(bd) << " | " << get(bw) << " | " << get(ud) << " | " << get(uw) << " |\n";
+        os << "| " << cls << " | " << get(bd) << " | " << get(bw) << " | " << get(ud) << " | " << get(uw) << " | " << get(fd)
+           << " | " << get(fw) << " |\n";
     }
     return os.str();
 }
@@ -371,11 +397,16 @@ std::string format_json(const SuiteOptions &o, const SuiteResult &r) {
                                 {"onednn_own_ms", row.onednn_own_ms > 0 ? nlohmann::json(row.onednn_own_ms) : nullptr},
                                 {"onednn_user_impl", row.onednn_user_impl},
                                 {"onednn_own_impl", row.onednn_own_impl},
-                                {"ratio_best_onednn_over_convgrad", row.ratio() > 0 ? nlohmann::json(row.ratio()) : nullptr}});
+                                {"onednn_winograd_ms", row.onednn_winograd_ms > 0 ? nlohmann::json(row.onednn_winograd_ms) : nullptr},
+                                {"onednn_winograd_impl", row.onednn_winograd_impl},
+                                {"ratio_best_onednn_over_convgrad", row.ratio() > 0 ? nlohmann::json(row.ratio()) : nullptr},
+                                {"ratio_fastest_onednn_over_convgrad",
+                                 row.ratio_fastest() > 0 ? nlohmann::json(row.ratio_fastest()) : nullptr}});
     }
     for (const char *dir : {"BWD_D", "BWD_W"}) {
         for (const auto &[cls, g] : geomeans(r, dir, best_onednn)) j["geomean_vs_best_onednn"][dir][cls] = g;
         for (const auto &[cls, g] : geomeans(r, dir, user_onednn)) j["geomean_vs_user_layout_onednn"][dir][cls] = g;
+        for (const auto &[cls, g] : geomeans(r, dir, fastest_onednn)) j["geomean_vs_fastest_onednn"][dir][cls] = g;
     }
     return j.dump(2);
 }

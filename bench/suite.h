@@ -64,9 +64,14 @@ struct Row {
     double autoscheduled_ms = 0;      // 0: not run, or failed (autoscheduled_error)
     std::string autoscheduled_error;
     double onednn_user_ms = 0, onednn_own_ms = 0;  // 0: oneDNN has no implementation
-    std::string onednn_user_impl, onednn_own_impl;
+    double onednn_winograd_ms = 0;                 // its own layouts; 0: no Winograd for the layer
+    std::string onednn_user_impl, onednn_own_impl, onednn_winograd_impl;
+    // The target's comparison: oneDNN's direct convolution, the better of its two layouts.
     double best_onednn_ms() const;
     double ratio() const;  // best oneDNN time / convgrad time (> 1: convgrad faster); 0 if none
+    // The same with oneDNN's Winograd too, where it has one: its fastest on the layer.
+    double fastest_onednn_ms() const;
+    double ratio_fastest() const;
 };
 
 struct SuiteResult {

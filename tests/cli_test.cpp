@@ -456,7 +456,9 @@ TEST_F(CliTest, TuneSmoke) {
 }
 
 TEST_F(CliTest, BenchSmoke) {
-    std::ofstream(path("tiny.conv")) << "# one small problem\ng2mb2ic8ih9iw9oc8oh9ow9kh3kw3ph1pw1n\"tiny\"\n";
+    // A grouped layer (no oneDNN Winograd) and a 3x3 one (oneDNN's Winograd on AVX-512).
+    std::ofstream(path("tiny.conv")) << "# two small problems\ng2mb2ic8ih9iw9oc8oh9ow9kh3kw3ph1pw1n\"tiny\"\n"
+                                        "mb2ic16ih8iw8oc16oh8ow8kh3kw3ph1pw1n\"tiny_3x3\"\n";
     const std::string out = path("bench.txt");
     const std::string cmd = std::string("'") + CONVGRAD_CLI + "' bench --batch '" + path("tiny.conv") +
                             "' --min-time 0 --json '" + path("bench.json") + "' > '" + out + "' 2>/dev/null";
@@ -468,8 +470,15 @@ TEST_F(CliTest, BenchSmoke) {
     std::ifstream json(path("bench.json"));
     const std::string j((std::istreambuf_iterator<char>(json)), {});
     for (const char *field : {"\"convgrad_ms\"", "\"onednn_user_ms\"", "\"onednn_own_ms\"", "\"peak_gflops\"",
-                              "\"ratio_best_onednn_over_convgrad\"", "\"geomean_vs_best_onednn\""}) {
+                              "\"ratio_best_onednn_over_convgrad\"", "\"geomean_vs_best_onednn\"", "\"onednn_winograd_ms\"",
+                              "\"ratio_fastest_onednn_over_convgrad\"", "\"geomean_vs_fastest_onednn\""}) {
         EXPECT_NE(j.find(field), std::string::npos) << field;
+    }
+    // oneDNN 2.6 has Winograd for f32 on AVX-512 only: there the 3x3 layer has its times.
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        EXPECT_NE(j.find("\"onednn_winograd_impl\": \"jit_wino"), std::string::npos) << j;
+        EXPECT_NE(text.find("| tiny_3x3 | dense | BWD_W |"), std::string::npos) << text;
     }
     // GPU runs time convgrad alone (tensors in device memory), with the same fields.
     if (run_devices().size() > 1) {
