@@ -10,6 +10,9 @@ struct BwdWeightsStages {
     Func acc;        // accumulator
     Func x_in, dy_in;  // inputs (x zero-padded) in the accumulator type (schedules may stage them)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
+    // ncx (32-bit types): the pipeline runs the TransposedRows lowering pass
+    // (transposed_rows.h), so a whole transposing copy sweeps x plainly for it.
+    bool rows_pass = false;
     bool pixel_vectors = false;  // ncg_px: vectors over output positions along x
     bool dy_broadcasts = false;  // ncx_db: tiles of vectors of ci, dy broadcast from its rows
     // nxc_sg: x_in reads x_pairs (gpar, c, x, y, z, gp, n), x staged with the channels of

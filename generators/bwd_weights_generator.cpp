@@ -202,8 +202,12 @@ public:
         } else if (get_target().has_gpu_feature()) {
             schedule_bwd_weights_gpu(s, get_target(), lay);
         } else {
+            // NCX's whole transposing copies (32-bit: the pass's loads) sweep x for the pass.
+            s.rows_pass = lay == Layout::NCX && bt.bits() == 32;
             schedule_bwd_weights_cpu(s, get_target(), lay);
-            if (lay == Layout::NCG && !flat_planes && !pixel_vectors) get_pipeline().add_custom_lowering_pass(new TransposedRows);
+            if ((lay == Layout::NCG && !flat_planes && !pixel_vectors) || s.rows_pass) {
+                get_pipeline().add_custom_lowering_pass(new TransposedRows);
+            }
         }
     }
 

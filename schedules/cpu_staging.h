@@ -54,13 +54,20 @@ inline void pad_aliasing_pixels(Func f, const Var &inner, const Expr &extent, co
 // channels per group, staging took twice as long as the tiles (rx_g32_28's NCHW filter
 // gradient: 4.3 -> 3.0 ms with 8 lanes). Copies that do not transpose (16-bit conversions)
 // load contiguous vectors: `vec` lanes, the last one masked.
+// `rows_pass` (root, transposing, 32-bit elements; the pipeline runs the TransposedRows
+// lowering pass): each vector of planes sweeps x plainly instead, a loop the pass rewrites
+// into chunks of 8 positions, one contiguous load per plane and 8 stores of shuffles, where
+// Halide built each gather from a scalar load and an insert per lane. NCHW filter gradients
+// (kernel alone on the EPYC): rn50_3x3_56's dy 1.08 -> 0.57 ms of staging, the kernel 1.04x;
+// rn50_1x1_56 (ncx_db: x staged so) 1.13x, the stem 1.08x, u3d 1.06x, the rest 0.97-1.00x.
+// (NCHW data gradients' dy staged so: 0.98-1.02x, not taken.)
 // `at` (not null): computed there instead (in cache, serially), not once in parallel over rows.
 // There (the ncg kernels' blocks of planes, rows narrower than kPixelVectorMinRow) each
 // vector of planes sweeps x plainly: `vec` positions unrolled, each behind its own guard,
 // took 1.12-1.37x as long on 7x7 planes (kernel alone: the mb_dw960_7 and mb_dw576s2_14
 // filter gradients, mb_dw576s2_14's data gradient).
 inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inner_extent, int vec, bool transpose,
-                                       const LoopLevel *at = nullptr) {
+                                       const LoopLevel *at = nullptr, bool rows_pass = false) {
     const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
     const bool root = at == nullptr;
     f.compute_at(root ? LoopLevel::root() : *at);
@@ -71,7 +78,10 @@ inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inn
             // (A specialisation copies the schedule as it stands: each sets its own loops.)
             Stage st = f.specialize(inner_extent >= lanes);
             st.split(inner, vo, vi, lanes, TailStrategy::ShiftInwards);
-            if (root) {
+            if (root && rows_pass) {
+                st.reorder(vi, a[1], vo).vectorize(vi);
+                st.parallel(a[5]).parallel(a[2]);
+            } else if (root) {
                 st.split(a[1], xo, xi, vec, TailStrategy::GuardWithIf).reorder(vi, xi, vo, xo).vectorize(vi).unroll(xi);
                 st.parallel(a[5]).parallel(a[2]);
             } else {
