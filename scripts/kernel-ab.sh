@@ -13,17 +13,26 @@
 #   EXTRA_B="fixed=$f" scripts/kernel-ab.sh $g $g convgrad_bwd_data "dtype=float32 layout=nxc x_phases=1" "$f" dy w dx
 # A -1 in B's fixed string leaves that extent or stride at run time: which constants the
 # JIT kernel gains from (e.g. dy.extent:8,-1,-1,1,32,8 and dx's alike: not the spatial sizes).
+# PROFILE_B=1: B built with Halide's profiler (its time per Func printed at exit).
+# KEEP=DIR: build in DIR and keep it (DIR/kernel_ab for `perf record`).
 set -euo pipefail
 [ $# -ge 8 ] || { sed -n '2,15p' "$0"; exit 2; }
 gen_a=$(realpath "$1"); gen_b=$(realpath "$2"); generator=$3; params=$4; fixed=$5
 src=$(realpath "$(dirname "$0")/../bench/kernel_ab.cpp")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP:-}" ]; then
+    work=$KEEP
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
+profile_b=""
+[ -n "${PROFILE_B:-}" ] && profile_b="-profile"
 target=x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41-user_context
 "$gen_a" -r runtime -o "$work" -e static_library target=$target
 # shellcheck disable=SC2086  # params are words
 "$gen_a" -g "$generator" -f kern_a -n a -o "$work" -e static_library target=$target-no_runtime $params ${EXTRA_A:-}
 # shellcheck disable=SC2086
-"$gen_b" -g "$generator" -f kern_b -n b -o "$work" -e static_library target=$target-no_runtime $params ${EXTRA_B:-}
+"$gen_b" -g "$generator" -f kern_b -n b -o "$work" -e static_library target=$target-no_runtime$profile_b $params ${EXTRA_B:-}
 c++ -O2 -std=c++17 -I/usr/include/halide14 "$src" "$(dirname "$src")/../runtime/src/kernel_memory.cpp" "$work/a.a" "$work/b.a" "$work/runtime.a" -o "$work/kernel_ab" -lpthread -ldl
 "$work/kernel_ab" "$fixed" "$6" "$7" "$8" "${9:-5}"
