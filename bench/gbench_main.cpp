@@ -38,15 +38,11 @@ int main(int argc, char **argv) {
                     s.counters["GFLOP/s"] = benchmark::Counter(b.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
                 })->Unit(benchmark::kMillisecond)->UseRealTime();
             }
-            // oneDNN direct on both layouts, then its Winograd where it has one (3x3, stride 1).
-            const std::pair<const char *, Result<std::shared_ptr<OneDnnGradient>>> dnns[] = {
-                {"/onednn_user", OneDnnGradient::create(p, d, false)},
-                {"/onednn_own", OneDnnGradient::create(p, d, true)},
-                {"/onednn_winograd", OneDnnGradient::create(p, d, true, OneDnnAlgorithm::kWinograd)}};
-            for (const auto &[suffix, dnn] : dnns) {
+            for (const OneDnnVariant &v : kOneDnnVariants) {
+                auto dnn = OneDnnGradient::create(p, d, v.own_layout, v.algorithm);
                 if (!dnn.is_ok()) continue;
                 auto g = dnn.value;
-                benchmark::RegisterBenchmark((b.name + "/" + dir + suffix).c_str(),
+                benchmark::RegisterBenchmark((b.name + "/" + dir + "/onednn_" + v.name).c_str(),
                                              [g, b](benchmark::State &s) {
                                                  for (auto _ : s) g->execute();
                                                  s.counters["GFLOP/s"] = benchmark::Counter(

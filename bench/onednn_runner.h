@@ -15,6 +15,18 @@ namespace convgrad::bench {
 
 enum class OneDnnAlgorithm { kDirect, kWinograd };
 
+// What the benches time beside convgrad, in this order (`convgrad bench`'s columns, the
+// Google Benchmark binary's names): direct on the user's and on oneDNN's own layouts, then
+// Winograd where oneDNN has one.
+struct OneDnnVariant {
+    const char *name;
+    bool own_layout;
+    OneDnnAlgorithm algorithm;
+};
+inline constexpr OneDnnVariant kOneDnnVariants[] = {{"user", false, OneDnnAlgorithm::kDirect},
+                                                   {"own", true, OneDnnAlgorithm::kDirect},
+                                                   {"winograd", true, OneDnnAlgorithm::kWinograd}};
+
 class OneDnnGradient {
 public:
     // kUnsupported when oneDNN has no implementation (e.g. float64, or Winograd on a strided

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -157,6 +158,11 @@ static std::string ms_text(double v) {
     return b;
 }
 
+// A ratio for the tables ("1.234x"), or `none` where there is none.
+static std::string ratio_text(double v, const char *none) {
+    return v > 0 ? std::to_string(v).substr(0, 5) + "x" : std::string(none);
+}
+
 // The same gradient scheduled by a Halide autoscheduler (JIT-compiled for the problem). An
 // autoscheduler that fails on a problem is a result of the experiment, not an error.
 static void time_autoscheduled(const ConvProblem &p, Direction d, const SuiteOptions &o, Row &row) {
@@ -207,19 +213,16 @@ Result<SuiteResult> run_suite(const SuiteOptions &o, const std::function<void(co
                 auto aot = ConvgradGradient::create(p, d, o.device, Backend::kAot);
                 if (aot.is_ok()) row.aot_ms = median_ms([&] { aot.value->execute(); }, o.min_time_s);
             }
-            for (bool own : {false, true}) {
+            // (kOneDnnVariants' order: user layout, own layout, Winograd.)
+            double *const dnn_ms[] = {&row.onednn_user_ms, &row.onednn_own_ms, &row.onednn_winograd_ms};
+            std::string *const dnn_impl[] = {&row.onednn_user_impl, &row.onednn_own_impl, &row.onednn_winograd_impl};
+            for (size_t i = 0; i < std::size(kOneDnnVariants); i++) {
                 if (!cpu) break;  // oneDNN runs on the CPU: no comparison for GPU runs
-                auto dnn = OneDnnGradient::create(p, d, own);
+                const OneDnnVariant &v = kOneDnnVariants[i];
+                auto dnn = OneDnnGradient::create(p, d, v.own_layout, v.algorithm);
                 if (!dnn.is_ok()) continue;  // no oneDNN implementation: reported as n/a
-                (own ? row.onednn_own_impl : row.onednn_user_impl) = dnn.value->impl();
-                (own ? row.onednn_own_ms : row.onednn_user_ms) = median_ms([&] { dnn.value->execute(); }, o.min_time_s);
-            }
-            if (cpu) {  // oneDNN's Winograd, where it has one (3x3, stride 1, f32, AVX-512)
-                auto wino = OneDnnGradient::create(p, d, true, OneDnnAlgorithm::kWinograd);
-                if (wino.is_ok()) {
-                    row.onednn_winograd_impl = wino.value->impl();
-                    row.onednn_winograd_ms = median_ms([&] { wino.value->execute(); }, o.min_time_s);
-                }
+                *dnn_impl[i] = dnn.value->impl();
+                *dnn_ms[i] = median_ms([&] { dnn.value->execute(); }, o.min_time_s);
             }
             char line[256];
             std::string extra;
@@ -282,12 +285,11 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
     os << "|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const Row &row : r.rows) {
         const double gflops = row.flops / row.convgrad_ms * 1e-6;
-        auto ratio_text = [](double v) { return v > 0 ? std::to_string(v).substr(0, 5) + "x" : std::string("n/a"); };
         std::snprintf(buf, sizeof buf, "| %s | %s | %s | %.3f | %.1f | %.1f | %s | %s | %s | %s | %s |\n", row.name.c_str(),
                       row.problem_class.c_str(), row.direction.c_str(), row.convgrad_ms, gflops,
                       r.peak_gflops > 0 ? 100 * gflops / r.peak_gflops : 0.0, ms_text(row.onednn_user_ms).c_str(),
-                      ms_text(row.onednn_own_ms).c_str(), ratio_text(row.ratio()).c_str(),
-                      ms_text(row.onednn_winograd_ms).c_str(), ratio_text(row.ratio_fastest()).c_str());
+                      ms_text(row.onednn_own_ms).c_str(), ratio_text(row.ratio(), "n/a").c_str(),
+                      ms_text(row.onednn_winograd_ms).c_str(), ratio_text(row.ratio_fastest(), "n/a").c_str());
         os << buf;
     }
     if (!o.autoscheduler.empty()) {
@@ -299,7 +301,7 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
             std::snprintf(buf, sizeof buf, "| %s | %s | %.3f | %s | %s | %s |\n", row.name.c_str(), row.direction.c_str(),
                           row.convgrad_ms, ok ? ms_text(row.autoscheduled_ms).c_str() : "failed",
                           ms_text(row.best_onednn_ms()).c_str(),
-                          ok ? (std::to_string(row.autoscheduled_ms / row.convgrad_ms).substr(0, 5) + "x").c_str() : "-");
+                          ratio_text(ok ? row.autoscheduled_ms / row.convgrad_ms : 0, "-").c_str());
             os << buf;
         }
         for (const Row &row : r.rows) {
@@ -316,7 +318,7 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
         for (const Row &row : r.rows) {
             std::snprintf(buf, sizeof buf, "| %s | %s | %.3f | %s | %s | %.0f |\n", row.name.c_str(), row.direction.c_str(),
                           row.convgrad_ms, ms_text(row.aot_ms).c_str(),
-                          row.aot_ms > 0 ? (std::to_string(row.aot_ms / row.convgrad_ms).substr(0, 5) + "x").c_str() : "-",
+                          ratio_text(row.aot_ms / row.convgrad_ms, "-").c_str(),
                           row.first_call_ms);
             os << buf;
             if (row.aot_ms > 0) log_sum += std::log(row.aot_ms / row.convgrad_ms), n++;
@@ -343,7 +345,7 @@ std::string format_table(const SuiteOptions &o, const SuiteResult &r) {
     for (const char *cls : {"dense", "strided", "dilated", "grouped", "depthwise", "3d", "all"}) {
         auto get = [&](const std::map<std::string, double> &m) {
             auto it = m.find(cls);
-            return it == m.end() ? std::string("-") : std::to_string(it->second).substr(0, 5) + "x";
+            return ratio_text(it == m.end() ? 0 : it->second, "-");
         };
         os << "| " << cls << " | " << get(bd) << " | " << get(bw) << " | " << get(ud) << " | " << get(uw) << " | " << get(fd)
            << " | " << get(fw) << " |\n";

@@ -74,7 +74,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             if (s.x_block > 0 && f.name() == s.x_in.name()) continue;       // x_blocks (below)
             const std::vector<Var> a = f.args();  // (c, x, y, z, g, n)
             stage_vector_dim_innermost(f, groups_vectorised ? a[4] : a[0], groups_vectorised ? s.g_extent : channels,
-                                       vec, channels_first, nullptr, channels_first && s.rows_pass);
+                                       vec, channels_first, nullptr, s.rows_pass);
             if (!groups_vectorised) pad_aliasing_pixels(f, a[0], channels, s.g_extent, bytes, channels_first ? 1024 : 256);
         }
     }

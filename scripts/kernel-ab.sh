@@ -16,7 +16,7 @@
 # PROFILE_B=1: B built with Halide's profiler (its time per Func printed at exit).
 # KEEP=DIR: build in DIR and keep it (DIR/kernel_ab for `perf record`).
 set -euo pipefail
-[ $# -ge 8 ] || { sed -n '2,15p' "$0"; exit 2; }
+[ $# -ge 8 ] || { sed -n '2,17p' "$0"; exit 2; }
 gen_a=$(realpath "$1"); gen_b=$(realpath "$2"); generator=$3; params=$4; fixed=$5
 src=$(realpath "$(dirname "$0")/../bench/kernel_ab.cpp")
 if [ -n "${KEEP:-}" ]; then
