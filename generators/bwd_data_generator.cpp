@@ -8,6 +8,7 @@
 #include "bwd_data.h"
 #include "flat_planes.h"
 #include "transposed_rows.h"
+#include "winograd.h"
 
 namespace convgrad::gen {
 namespace {
@@ -41,6 +42,9 @@ public:
     // staged copy, which for rn50_1x1_56 (3 MB of dy per image, one flattened row) went
     // past the L2 and back.
     GeneratorParam<bool> pointwise{"pointwise", false};
+    // true: the Winograd variant (nxc_wg: 2-D 3x3 filters, unit strides and dilations, dx and
+    // dy channels per group multiples of kChannelSlab; generators/winograd.h).
+    GeneratorParam<bool> winograd{"winograd", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -52,6 +56,10 @@ public:
     void generate() {
         if (flat_planes) {
             generate_flat_planes();
+            return;
+        }
+        if (winograd) {
+            generate_winograd();
             return;
         }
         auto &dy = *dy_;
@@ -258,6 +266,111 @@ private:
         s.unit_dilation = unit_dilation();
         s.tuned = schedule_params();
         if (!autoscheduled()) schedule_bwd_data_cpu_flat(s, get_target());
+    }
+
+    // The Winograd variant (generators/winograd.h). Tiles are numbered flat over (tile x,
+    // tile y, image), so a block of whole tile rows is one run of them.
+    void generate_winograd() {
+        auto &dy = *dy_;
+        auto &w = *w_;
+        auto &dx = *dx_;
+        if (variant_layout() != Layout::NXC || x_phases == 2 || pixel_vectors || small_groups || channel_slabs ||
+            pointwise || get_target().has_gpu_feature()) {
+            throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc alone");
+        }
+        constexpr int m = kWinogradTile, alpha = kWinogradInput;
+        // Lavin & Gray's F(4x4, 3x3) matrices.
+        static const double bt[alpha][alpha] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                                {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+        static const double gm[alpha][3] = {{1. / 4, 0, 0},          {-1. / 6, -1. / 6, -1. / 6},
+                                            {-1. / 6, 1. / 6, -1. / 6}, {1. / 24, 1. / 12, 1. / 6},
+                                            {1. / 24, -1. / 12, 1. / 6}, {0, 0, 1}};
+        static const double at[m][alpha] = {
+            {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+        const Type acc_t = accumulator();
+        // sum over k of coef[k] * term(k), one case per row of a matrix, selected by `row`
+        // (unrolled by the schedule, so each case is its own few adds): zero coefficients
+        // dropped, +-1 folded.
+        const auto matrix_rows = [&](const Expr &row, const double *coef, int rows, int cols,
+                                     const std::function<Expr(int)> &term) {
+            std::vector<Expr> cases;
+            for (int i = 0; i < rows; i++) {
+                Expr sum;
+                for (int k = 0; k < cols; k++) {
+                    const double cf = coef[i * cols + k];
+                    if (cf == 0) continue;
+                    const Expr t = term(k);
+                    const Expr ct = cf == 1 ? t : cf == -1 ? -t : t * Halide::cast(acc_t, Expr(cf));
+                    sum = sum.defined() ? sum + ct : ct;
+                }
+                cases.push_back(sum.defined() ? sum : Halide::cast(acc_t, 0));
+            }
+            return mux(row, cases);
+        };
+        WinogradDataStages s;
+        s.tuned = schedule_params();
+        const std::array<AxisParams, 3> ax = axes();
+        // The tiles that can be nonzero: dx[i] reads dy from i + pb - 2 on, so past
+        // dy's extent + 2 - pb dx is zero (trailing rows that negative pads_end add). Counted
+        // from dy, since dx's extents are not known before dx is defined, which reads them.
+        const auto tiles_along = [&](int d, const AxisParams &axis) {
+            return max((dy.dim(d).extent() + 2 - axis.pad_begin + m - 1) / m, 1);
+        };
+        s.tiles_x = tiles_along(kX, ax[0]);
+        s.tiles_y = tiles_along(kY, ax[1]);
+        const Expr tx = s.t % s.tiles_x, ty = (s.t / s.tiles_x) % s.tiles_y, tn = s.t / (s.tiles_x * s.tiles_y);
+        // dy's 6x6 tile of dx's tile (tx, ty) starts at dx's origin + pb - 2 along each axis.
+        const Func dy_in = zero_padded(dy, "dy_in");
+        s.v_rows = Func("v_rows");
+        s.v_rows(s.co, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, &bt[0][0], alpha, alpha, [&](int b) {
+            return dy_in(s.co, tx * m + ax[0].pad_begin - 2 + b, ty * m + ax[1].pad_begin - 2 + s.a, 0, s.g, tn);
+        });
+        s.v = Func("v");
+        s.v(s.co, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, &bt[0][0], alpha, alpha,
+                                                      [&](int b) { return s.v_rows(s.co, b, s.nu, s.t, s.g); });
+        // The turned filter, w[2 - kx, 2 - ky].
+        s.u_rows = Func("u_rows");
+        // (Unit strides and dilations are the registry's promise: checked here, once per call's
+        // filter transform, so a kernel called on another problem fails cleanly.)
+        const Expr unit = unit_stride() && unit_dilation();
+        s.u_rows(s.c, s.co, s.nu, s.ky, s.g) =
+            require(unit, matrix_rows(s.nu, &gm[0][0], alpha, 3, [&](int k) { return widen(w(s.c, s.co, 2 - k, s.ky, 0, s.g)); }),
+                    "convgrad: the Winograd data gradient takes unit strides and dilations");
+        s.u = Func("u");
+        s.u(s.c, s.co, s.nu, s.xi, s.g) = matrix_rows(s.xi, &gm[0][0], alpha, 3,
+                                                      [&](int k) { return s.u_rows(s.c, s.co, s.nu, 2 - k, s.g); });
+        s.r = RDom(0, dy.dim(kC).extent(), "r");
+        s.m_acc = Func("m_acc");
+        s.m_acc(s.c, s.nu, s.xi, s.t, s.g) = Halide::cast(acc_t, 0);
+        s.m_acc(s.c, s.nu, s.xi, s.t, s.g) += s.u(s.c, s.r, s.nu, s.xi, s.g) * s.v(s.r, s.nu, s.xi, s.t, s.g);
+        s.m = Func("m");
+        s.m(s.c, s.nu, s.xi, s.t, s.g) = s.m_acc(s.c, s.nu, s.xi, s.t, s.g);
+        s.out_rows = Func("out_rows");
+        s.out_rows(s.c, s.nu, s.jy, s.t, s.g) = matrix_rows(s.jy, &at[0][0], m, alpha,
+                                                            [&](int q) { return s.m(s.c, s.nu, q, s.t, s.g); });
+        // (Tiles past the nonzero ones read the last one's, selected away.)
+        const Expr tile = min(s.y / m, s.tiles_y - 1) * s.tiles_x + min(s.x / m, s.tiles_x - 1) +
+                          s.n * (s.tiles_x * s.tiles_y);
+        const Expr value = matrix_rows(s.x % m, &at[0][0], m, alpha,
+                                       [&](int q) { return s.out_rows(s.c, q, s.y % m, tile, s.g); });
+        dx(s.c, s.x, s.y, s.z, s.g, s.n) =
+            narrow(select(s.x < s.tiles_x * m && s.y < s.tiles_y * m, value, Halide::cast(acc_t, 0)));
+        s.dx = dx;
+
+        constrain_activation_strides(dy, Layout::NXC);
+        constrain_activation_strides(dx, Layout::NXC);
+        constrain_filter_strides(w, Layout::NXC);
+        // 2-D 3x3 (the registry's promise; Halide checks it).
+        dy.dim(kZ).set_bounds(0, 1);
+        dx.dim(kZ).set_bounds(0, 1);
+        w.dim(kKx).set_bounds(0, 3);
+        w.dim(kKy).set_bounds(0, 3);
+        w.dim(kKz).set_bounds(0, 1);
+        const FixedProblem fixed = fixed_problem();
+        fixed.apply(dy, "dy");
+        fixed.apply(w, "w");
+        fixed.apply(dx, "dx");
+        if (!autoscheduled()) schedule_bwd_data_cpu_winograd(s, get_target());
     }
 
     GeneratorInput<Buffer<>> *dy_ = nullptr;

@@ -35,6 +35,8 @@ struct LayoutRequirement {
                                  // per group and as many dy channels
     bool pointwise = false;      // nxc_pw, ncx_px_pw: pointwise data gradients; nxc_pw: dx
                                  // channels per group a multiple of kPointwiseSlab
+    bool winograd = false;       // nxc_wg: data gradient, 2-D 3x3, unit strides and dilations,
+                                 // dx and dy channels per group multiples of kChannelSlab
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -81,6 +83,15 @@ constexpr int kPointwiseSlab = 64;
 // filters (14-pixel rows: 8 row pointers set up per row and tap) its tiles ran 1.25x slower
 // than ncx's, and rn50_1x1_7 (dy a quarter of x, 49-pixel rows) 0.65x.
 constexpr int kDyBroadcastMinChannels = 32;
+
+// The Winograd data gradient (nxc_wg, generators/winograd.h) transforms the whole filter once
+// per call, 36 x C_in x C_out values per group, which every block of tiles then reads: past
+// this many bytes of it (rn50's 7x7 layer, 512 x 512 channels: 38 MB, more than the L3) the
+// products waited on memory (prototype: 34 ms). And its 4x4 tiles compute dx rounded up to
+// whole tiles: at most kWinogradMaxOvercompute times dx's positions (7x7 and 14x14 images
+// compute 1.31x; 5x5 would compute 2.56x).
+constexpr int64_t kWinogradMaxFilterBytes = 16 << 20;
+constexpr double kWinogradMaxOvercompute = 1.5;
 
 // Where a call runs: the device, and for CUDA the device's compute capability.
 struct Placement {

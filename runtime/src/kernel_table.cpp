@@ -42,6 +42,7 @@ constexpr LayoutRequirement layout_ncx_s2_px = {kX, false, true, true};
 constexpr LayoutRequirement layout_nxc_s2 = {kC, false, true};
 constexpr LayoutRequirement layout_nxc_s2_px = {kC, false, true, true};
 constexpr LayoutRequirement layout_nxc_px = {kC, false, false, true};
+constexpr LayoutRequirement layout_nxc_wg = {kC, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_sg = {kC, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_cs = {kC, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_pw = {kC, false, false, false, false, false, false, false, true};
@@ -58,6 +59,24 @@ constexpr LayoutRequirement layout_ncx = {kX, false};
 constexpr LayoutRequirement layout_any = {kNone, false};
 constexpr Device device_cuda = Device::kCuda;
 constexpr Device device_opencl = Device::kOpenCL;
+
+// The Winograd data gradient's problems (kernel_registry.h, generators/winograd.h): 2-D 3x3
+// with unit strides and dilations (any padding), dx (act1) and dy (act0) channels per group
+// whole slabs (every target's register tile of dx channels divides kChannelSlab, and dy's
+// are the transforms' vectors), a transformed filter that stays in cache, and little work on
+// tiles past dx's edge.
+bool winograd_fits(const ConvProblem &p, const CanonicalView &dy, const CanonicalView &dx) {
+    if (p.spatial_rank != 2) return false;
+    for (int a = 0; a < 2; a++) {
+        if (p.kernel_size[a] != 3 || p.strides[a] != 1 || p.dilations[a] != 1) return false;
+    }
+    if (dx.extent[kC] % kChannelSlab != 0 || dy.extent[kC] % kChannelSlab != 0) return false;
+    const int64_t filter_bytes = 36 * p.groups * dx.extent[kC] * dy.extent[kC] * dtype_size(p.dtype);
+    if (filter_bytes > kWinogradMaxFilterBytes) return false;
+    const int64_t w = dx.extent[kX], h = dx.extent[canonical::kY];
+    const int64_t tiled = (w + 3) / 4 * 4 * ((h + 3) / 4 * 4);
+    return tiled <= kWinogradMaxOvercompute * w * h;
+}
 
 }  // namespace
 
@@ -167,6 +186,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (!is_pointwise(p)) return false;
         if (needs.unit_stride_dim == kC && act1.extent[kC] % kPointwiseSlab != 0) return false;
     }
+    if (needs.winograd && !winograd_fits(p, act0, act1)) return false;
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
 }

@@ -6,10 +6,11 @@
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
 // the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
 // `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg` is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
-// in place), or `_fp` (depthwise channels-first planes seen flat, as one row each):
+// in place), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
+// (the data gradient's Winograd F(4x4, 3x3) tiles, generators/winograd.h):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
 // small_groups=true, "ncx_cs" is layout=ncx channel_slabs=true, "nxc_pw" is layout=nxc
-// pointwise=true, "ncg_fp" is layout=ncg flat_planes=true.
+// pointwise=true, "ncg_fp" is layout=ncg flat_planes=true, "nxc_wg" is layout=nxc winograd=true.
 #pragma once
 
 #include <string>
@@ -26,6 +27,7 @@ struct KernelVariant {
     bool pointwise = false;
     bool dy_broadcasts = false;
     bool flat_planes = false;
+    bool winograd = false;
 
     static KernelVariant parse(std::string name) {
         KernelVariant v;
@@ -37,6 +39,7 @@ struct KernelVariant {
             }
             return false;
         };
+        v.winograd = strip("_wg");
         v.small_groups = strip("_sg");
         v.channel_slabs = strip("_cs");
         v.pointwise = strip("_pw");
@@ -50,13 +53,14 @@ struct KernelVariant {
 
     // The generator params (`key=value`) after dtype; both generators take pixel_vectors,
     // small_groups and flat_planes, only the data gradient's takes x_phases, channel_slabs and
-    // pointwise, only the filter gradient's dy_broadcasts.
+    // pointwise and winograd, only the filter gradient's dy_broadcasts.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
         out.push_back(std::string("small_groups=") + (small_groups ? "true" : "false"));
         if (data) out.push_back(std::string("channel_slabs=") + (channel_slabs ? "true" : "false"));
         if (data) out.push_back(std::string("pointwise=") + (pointwise ? "true" : "false"));
+        if (data) out.push_back(std::string("winograd=") + (winograd ? "true" : "false"));
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
         out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
@@ -66,7 +70,7 @@ struct KernelVariant {
 
 // The kernel variants of one (direction, dtype) for the given layouts, in dispatch order
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
-// before dense, flat-plane, pixel-vector, pointwise, small-group and channel-slab variants before the layout they refine
+// before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group and channel-slab variants before the layout they refine
 // (built for the dtypes with native float arithmetic, f32 and f64, as in
 // generators/CMakeLists.txt: `native_floats`), the generic `any` last.
 inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, bool native_floats) {
@@ -77,12 +81,13 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
         return false;
     };
     std::vector<std::string> order;
-    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg_px", "ncg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
+    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg_px", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
     else order = {"nxg", "ncg_fp", "ncg_px", "ncg", "nxc_sg", "nxc", "ncx_db", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
-        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.flat_planes))) out.push_back(v);
+        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.flat_planes ||
+                                                       k.winograd))) out.push_back(v);
     }
     return out;
 }
