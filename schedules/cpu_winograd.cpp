@@ -21,25 +21,34 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
     // Accumulators, the u vectors and a broadcast within the register file.
     const int tiles = s.tuned.get("wg_tile_count", vector_registers(target) == 32 ? 8 : 6);
     constexpr int m = kWinogradTile;
-    Var xo("xo"), jx("jx"), yo("yo"), yb("yb"), yr("yr"), yg("yg"), task("task");
+    Var xo("xo"), jx("jx"), yo("yo"), yb("yb"), yr("yr"), nb("nb"), ni("ni");
     Var c_o("c_o"), c_i("c_i"), t_o("t_o"), t_i("t_i");
 
+    // Blocks: R tile rows of one image, or B whole images (R = every row) where an image has
+    // fewer than block_tiles() tiles; either way one run of flat tile numbers. At most half
+    // the batch per block, so two threads have work. Threads take blocks of images and, nested,
+    // blocks of rows (fused, the loops' symbolic extents made Halide's bounds of dx's batch and
+    // group dims symmetric about 0: a division by an extent of unknown sign).
+    const Expr want = s.block_tiles();
+    const Expr image_tiles = s.tiles_x * s.tiles_y;
+    const Expr whole_images = image_tiles < want;
+    const Expr rows = select(whole_images, s.tiles_y, clamp((want + s.tiles_x - 1) / s.tiles_x, 1, s.tiles_y));
+    const Expr images = select(whole_images, clamp((want + image_tiles - 1) / image_tiles, 1, max((s.images + 1) / 2, 1)), 1);
     // dx: 4x4 tiles, unrolled (the output transform's cases), channels vectorised.
-    const Expr rows = clamp((s.block_tiles() + s.tiles_x - 1) / s.tiles_x, 1, s.tiles_y);
     s.dx.split(s.x, xo, jx, m, TailStrategy::GuardWithIf)
         .split(s.y, yo, s.jy, m, TailStrategy::GuardWithIf)
         .split(yo, yb, yr, rows, TailStrategy::GuardWithIf)
-        .reorder(s.c, jx, s.jy, xo, yr, s.z, yb, s.g, s.n)
+        .split(s.n, nb, ni, images, TailStrategy::GuardWithIf)
+        .reorder(s.c, jx, s.jy, xo, yr, s.z, ni, yb, nb, s.g)
         .vectorize(s.c, vec)
         .unroll(jx)
         .unroll(s.jy)
-        .fuse(yb, s.g, yg)
-        .fuse(yg, s.n, task)
-        .parallel(task);
+        .parallel(yb)
+        .parallel(nb);
     s.out_rows.compute_at(s.dx, xo).reorder(s.c, s.nu, s.jy).vectorize(s.c, vec).unroll(s.nu).unroll(s.jy);
 
     // The products: per (nu, xi), register tiles of vectors x tiles over every dy channel.
-    s.m.compute_at(s.dx, task)
+    s.m.compute_at(s.dx, yb)
         .split(s.c, c_o, c_i, vec * vectors)
         .split(s.t, t_o, t_i, tiles, TailStrategy::ShiftInwards)
         .reorder(c_i, t_i, c_o, t_o, s.nu, s.xi, s.g)
@@ -50,12 +59,23 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
     s.m_acc.update().reorder(s.c, s.t, s.r).vectorize(s.c, vec).unroll(s.c).unroll(s.t);
 
     // dy's tiles, per block; each tile's row transforms per tile, for every dy channel.
-    s.v.compute_at(s.dx, task).reorder(s.co, s.nu, s.xi, s.t, s.g).vectorize(s.co, vec).unroll(s.nu).unroll(s.xi);
+    s.v.compute_at(s.dx, yb).reorder(s.co, s.nu, s.xi, s.t, s.g).vectorize(s.co, vec).unroll(s.nu).unroll(s.xi);
     s.v_rows.compute_at(s.v, s.t).reorder(s.co, s.nu, s.a).vectorize(s.co, vec).unroll(s.nu).unroll(s.a);
 
     // The filter's transform, once per call.
     s.u.compute_root().reorder(s.c, s.xi, s.nu, s.co, s.g).vectorize(s.c, vec).unroll(s.xi).parallel(s.co);
     s.u_rows.compute_at(s.u, s.co).reorder(s.c, s.nu, s.ky).vectorize(s.c, vec).unroll(s.nu);
+    // The filter's copy: where its output channels are contiguous (HWIO), vectors of dx
+    // channels sweep them plainly, which the TransposedRows pass turns into register
+    // transposes (rn50_3x3_14: the copy's gathers took 9 % of the call); else gathers.
+    Var v_o("v_o"), v_i("v_i");
+    s.w_local.compute_root();
+    s.w_local.specialize(s.w_co_stride == 1)
+        .split(s.c, v_o, v_i, vec)
+        .reorder(v_i, s.co, v_o, s.kx, s.ky, s.g)
+        .vectorize(v_i)
+        .parallel(v_o);
+    s.w_local.vectorize(s.c, vec).parallel(s.co);
 }
 
 }  // namespace convgrad::gen

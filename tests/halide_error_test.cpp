@@ -87,6 +87,24 @@ TEST(HalideErrors, ChannelSlabKernelRefusesPartialSlabs) {
     expect_refused(padded_3x3(1, kChannelSlab + kChannelSlab / 2, 8, 7, 7), true, "bwd_data_f32_nxc_cs");
 }
 
+// The Winograd kernel (nxc_wg) computes 3x3 layers with unit strides and dilations only:
+// given stride 2, dilation 2 or a 5x5 filter (which the registry routes elsewhere), it fails
+// with a status instead of computing another layer's gradient.
+TEST(HalideErrors, WinogradKernelRefusesOtherLayers) {
+    ConvProblem strided = padded_3x3(1, 32, 32, 8, 8);
+    strided.strides = {2, 2, 1};
+    strided.output_size = {4, 4, 1};
+    expect_refused(strided, false, "bwd_data_f32_nxc_wg");
+    ConvProblem dilated = padded_3x3(1, 32, 32, 8, 8);
+    dilated.dilations = {2, 2, 1};
+    dilated.pads_begin = dilated.pads_end = {2, 2, 0};
+    expect_refused(dilated, false, "bwd_data_f32_nxc_wg");
+    ConvProblem five = padded_3x3(1, 32, 32, 8, 8);
+    five.kernel_size = {5, 5, 1};
+    five.pads_begin = five.pads_end = {2, 2, 0};
+    expect_refused(five, false, "bwd_data_f32_nxc_wg");
+}
+
 // The dy-broadcast kernel (ncx_db) is a whole kernel, not only the registry's pointwise
 // case (the JIT and `convgrad aot` build it for any problem): run directly on a strided,
 // padded 3x3 NCHW problem with fewer dy channels than x ones, which the registry sends to
