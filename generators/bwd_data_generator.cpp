@@ -279,34 +279,9 @@ private:
             throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc alone");
         }
         constexpr int m = kWinogradTile, alpha = kWinogradInput;
-        // Lavin & Gray's F(4x4, 3x3) matrices.
-        static const double bt[alpha][alpha] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
-                                                {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
-        static const double gm[alpha][3] = {{1. / 4, 0, 0},          {-1. / 6, -1. / 6, -1. / 6},
-                                            {-1. / 6, 1. / 6, -1. / 6}, {1. / 24, 1. / 12, 1. / 6},
-                                            {1. / 24, -1. / 12, 1. / 6}, {0, 0, 1}};
-        static const double at[m][alpha] = {
-            {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
         const Type acc_t = accumulator();
-        // sum over k of coef[k] * term(k), one case per row of a matrix, selected by `row`
-        // (unrolled by the schedule, so each case is its own few adds): zero coefficients
-        // dropped, +-1 folded.
-        const auto matrix_rows = [&](const Expr &row, const double *coef, int rows, int cols,
-                                     const std::function<Expr(int)> &term) {
-            std::vector<Expr> cases;
-            for (int i = 0; i < rows; i++) {
-                Expr sum;
-                for (int k = 0; k < cols; k++) {
-                    const double cf = coef[i * cols + k];
-                    if (cf == 0) continue;
-                    const Expr t = term(k);
-                    const Expr ct = cf == 1 ? t : cf == -1 ? -t : t * Halide::cast(acc_t, Expr(cf));
-                    sum = sum.defined() ? sum + ct : ct;
-                }
-                cases.push_back(sum.defined() ? sum : Halide::cast(acc_t, 0));
-            }
-            return mux(row, cases);
-        };
+        const auto matrix_rows = winograd_rows_in(acc_t);
+        const double *bt = &kWinogradBT[0][0], *gm = &kWinogradG[0][0], *at = &kWinogradAT[0][0];
         WinogradDataStages s;
         s.tuned = schedule_params();
         const std::array<AxisParams, 3> ax = axes();
@@ -326,11 +301,11 @@ private:
         // dy's 6x6 tile of dx's tile (tx, ty) starts at dx's origin + pb - 2 along each axis.
         const Func dy_in = zero_padded(dy, "dy_in");
         s.v_rows = Func("v_rows");
-        s.v_rows(s.co, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, &bt[0][0], alpha, alpha, [&](int b) {
+        s.v_rows(s.co, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, bt, alpha, alpha, [&](int b) {
             return dy_in(s.co, tx * m + ax[0].pad_begin - 2 + b, ty * m + ax[1].pad_begin - 2 + s.a, 0, s.g, tn);
         });
         s.v = Func("v");
-        s.v(s.co, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, &bt[0][0], alpha, alpha,
+        s.v(s.co, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, bt, alpha, alpha,
                                                       [&](int b) { return s.v_rows(s.co, b, s.nu, s.t, s.g); });
         // The turned filter, w[2 - kx, 2 - ky].
         // The filter staged with dx's channels innermost, as the transforms vectorise it (in
@@ -343,10 +318,10 @@ private:
         // filter transform, so a kernel called on another problem fails cleanly.)
         const Expr unit = unit_stride() && unit_dilation();
         s.u_rows(s.c, s.co, s.nu, s.ky, s.g) =
-            require(unit, matrix_rows(s.nu, &gm[0][0], alpha, 3, [&](int k) { return s.w_local(s.c, s.co, 2 - k, s.ky, s.g); }),
+            require(unit, matrix_rows(s.nu, gm, alpha, 3, [&](int k) { return s.w_local(s.c, s.co, 2 - k, s.ky, s.g); }),
                     "convgrad: the Winograd data gradient takes unit strides and dilations");
         s.u = Func("u");
-        s.u(s.c, s.co, s.nu, s.xi, s.g) = matrix_rows(s.xi, &gm[0][0], alpha, 3,
+        s.u(s.c, s.co, s.nu, s.xi, s.g) = matrix_rows(s.xi, gm, alpha, 3,
                                                       [&](int k) { return s.u_rows(s.c, s.co, s.nu, 2 - k, s.g); });
         s.r = RDom(0, dy.dim(kC).extent(), "r");
         s.m_acc = Func("m_acc");
@@ -355,26 +330,18 @@ private:
         s.m = Func("m");
         s.m(s.c, s.nu, s.xi, s.t, s.g) = s.m_acc(s.c, s.nu, s.xi, s.t, s.g);
         s.out_rows = Func("out_rows");
-        s.out_rows(s.c, s.nu, s.jy, s.t, s.g) = matrix_rows(s.jy, &at[0][0], m, alpha,
+        s.out_rows(s.c, s.nu, s.jy, s.t, s.g) = matrix_rows(s.jy, at, m, alpha,
                                                             [&](int q) { return s.m(s.c, s.nu, q, s.t, s.g); });
         // (Tiles past the nonzero ones read the last one's, selected away.)
         const Expr tile = min(s.y / m, s.tiles_y - 1) * s.tiles_x + min(s.x / m, s.tiles_x - 1) +
                           s.n * (s.tiles_x * s.tiles_y);
-        const Expr value = matrix_rows(s.x % m, &at[0][0], m, alpha,
+        const Expr value = matrix_rows(s.x % m, at, m, alpha,
                                        [&](int q) { return s.out_rows(s.c, q, s.y % m, tile, s.g); });
         dx(s.c, s.x, s.y, s.z, s.g, s.n) =
             narrow(select(s.x < s.tiles_x * m && s.y < s.tiles_y * m, value, Halide::cast(acc_t, 0)));
         s.dx = dx;
 
-        constrain_activation_strides(dy, Layout::NXC);
-        constrain_activation_strides(dx, Layout::NXC);
-        constrain_filter_strides(w, Layout::NXC);
-        // 2-D 3x3 (the registry's promise; Halide checks it).
-        dy.dim(kZ).set_bounds(0, 1);
-        dx.dim(kZ).set_bounds(0, 1);
-        w.dim(kKx).set_bounds(0, 3);
-        w.dim(kKy).set_bounds(0, 3);
-        w.dim(kKz).set_bounds(0, 1);
+        constrain_winograd_buffers(dy, dx, w);
         const FixedProblem fixed = fixed_problem();
         fixed.apply(dy, "dy");
         fixed.apply(w, "w");

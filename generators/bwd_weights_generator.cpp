@@ -7,6 +7,7 @@
 #include "bwd_weights.h"
 #include "flat_planes.h"
 #include "transposed_rows.h"
+#include "winograd.h"
 
 namespace convgrad::gen {
 namespace {
@@ -32,6 +33,9 @@ public:
     // 64-bit broadcast gives both groups' x and a tile spans the two groups that share dy's
     // cache lines (schedules/cpu_bwd_weights.cpp).
     GeneratorParam<bool> small_groups{"small_groups", false};
+    // true: the Winograd variant (nxc_wg: 2-D 3x3 filters, unit strides and dilations, x and
+    // dy channels per group multiples of kChannelSlab; generators/winograd.h).
+    GeneratorParam<bool> winograd{"winograd", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -41,6 +45,10 @@ public:
     }
 
     void generate() {
+        if (winograd) {
+            generate_winograd();
+            return;
+        }
         auto &x = *x_;
         auto &dy = *dy_;
         auto &dw = *dw_;
@@ -212,6 +220,88 @@ public:
     }
 
 private:
+    // The Winograd variant (generators/winograd.h). Tiles of dy are numbered flat over (tile
+    // x, tile y, image); blocks are runs of them, chunks runs of blocks.
+    void generate_winograd() {
+        auto &x = *x_;
+        auto &dy = *dy_;
+        auto &dw = *dw_;
+        if (variant_layout() != Layout::NXC || pixel_vectors || flat_planes || dy_broadcasts || small_groups ||
+            get_target().has_gpu_feature()) {
+            throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc alone");
+        }
+        constexpr int m = kWinogradTile, alpha = kWinogradInput;
+        const Type acc_t = accumulator();
+        const auto matrix_rows = winograd_rows_in(acc_t);
+        // A = (A^T)^T, 6x4: dy's 4x4 tile to 6x6.
+        double a_mat[alpha][m];
+        for (int i = 0; i < alpha; i++) {
+            for (int j = 0; j < m; j++) a_mat[i][j] = kWinogradAT[j][i];
+        }
+        // G^T, 3x6: the 6x6 sums to the 3x3 taps.
+        double gt[3][alpha];
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < alpha; j++) gt[i][j] = kWinogradG[j][i];
+        }
+        WinogradFilterStages s;
+        s.tuned = schedule_params();
+        const std::array<AxisParams, 3> ax = axes();
+        const Expr tiles_x = (dy.dim(kX).extent() + m - 1) / m, tiles_y = (dy.dim(kY).extent() + m - 1) / m;
+        const Expr images = dy.dim(kN).extent();
+        const Expr tiles = tiles_x * tiles_y * images;
+        // (Clamped: tiles past the last, in the last block, read the last image again; their
+        // dy transform is zero.)
+        const Expr tx = s.t % tiles_x, ty = (s.t / tiles_x) % tiles_y, tn = min(s.t / (tiles_x * tiles_y), images - 1);
+        const Func x_in = zero_padded(x, "x_in"), dy_in = zero_padded(dy, "dy_in");
+        // x's 6x6 tile of dy's tile (tx, ty) starts at dy's origin - pb along each axis.
+        s.vx_rows(s.ci, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, &kWinogradBT[0][0], alpha, alpha, [&](int b) {
+            return x_in(s.ci, tx * m - ax[0].pad_begin + b, ty * m - ax[1].pad_begin + s.a, 0, s.g, tn);
+        });
+        s.vx(s.ci, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, &kWinogradBT[0][0], alpha, alpha,
+                                                       [&](int a) { return s.vx_rows(s.ci, a, s.nu, s.t, s.g); });
+        s.wy_rows(s.co, s.a, s.nu, s.t, s.g) =
+            select(s.t < tiles, matrix_rows(s.nu, &a_mat[0][0], alpha, m, [&](int j) {
+                       return dy_in(s.co, tx * m + j, ty * m + s.a, 0, s.g, tn);
+                   }),
+                   Halide::cast(acc_t, 0));
+        s.wy(s.co, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, &a_mat[0][0], alpha, m,
+                                                       [&](int a) { return s.wy_rows(s.co, a, s.nu, s.t, s.g); });
+        // Blocks of tiles_per_block tiles; chunks of blocks, reduced in parallel: at most 4 (8 and 2
+        // ran rn50_3x3_56 0.9x, kernel alone), and
+        // their partial sums (36 x C_in x C_out each) within 16 MB.
+        s.tiles_per_block = winograd_filter_block_tiles(s.tuned);
+        const Expr blocks = (tiles + s.tiles_per_block - 1) / s.tiles_per_block;
+        const Expr sum_bytes = 36 * x.dim(kC).extent() * dy.dim(kC).extent() * static_cast<int>(acc_t.bytes());
+        const Expr chunks = clamp(min(blocks, (16 << 20) / max(sum_bytes, 1)), 1, s.tuned.get("wg_chunks", 4));
+        const Expr blocks_per_chunk = (blocks + chunks - 1) / chunks;
+        s.r_tile = RDom(0, s.tiles_per_block, "r_tile");
+        s.r_block = RDom(0, blocks_per_chunk, "r_block");
+        s.r_chunk = RDom(0, chunks, "r_chunk");
+        const Expr t = s.b * s.tiles_per_block + s.r_tile;
+        s.block(s.ci, s.co, s.nu, s.xi, s.g, s.b) = Halide::cast(acc_t, 0);
+        s.block(s.ci, s.co, s.nu, s.xi, s.g, s.b) += s.vx(s.ci, s.nu, s.xi, t, s.g) * s.wy(s.co, s.nu, s.xi, t, s.g);
+        s.part(s.ci, s.co, s.nu, s.xi, s.g, s.k) = Halide::cast(acc_t, 0);
+        s.part(s.ci, s.co, s.nu, s.xi, s.g, s.k) += s.block(s.ci, s.co, s.nu, s.xi, s.g, s.k * blocks_per_chunk + s.r_block);
+        s.sums(s.ci, s.co, s.nu, s.xi, s.g) = Halide::cast(acc_t, 0);
+        s.sums(s.ci, s.co, s.nu, s.xi, s.g) += s.part(s.ci, s.co, s.nu, s.xi, s.g, s.r_chunk);
+        s.dw_rows(s.ci, s.co, s.kx, s.xi, s.g) = matrix_rows(s.kx, &gt[0][0], 3, alpha,
+                                                             [&](int nu) { return s.sums(s.ci, s.co, nu, s.xi, s.g); });
+        // (Unit strides and dilations are the registry's promise: checked once per call's
+        // final transform, so a kernel called on another problem fails cleanly.)
+        const Expr unit = unit_stride() && unit_dilation();
+        dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) =
+            narrow(require(unit, matrix_rows(s.ky, &gt[0][0], 3, alpha, [&](int xi) { return s.dw_rows(s.ci, s.co, s.kx, xi, s.g); }),
+                           "convgrad: the Winograd filter gradient takes unit strides and dilations"));
+        s.dw = dw;
+
+        constrain_winograd_buffers(x, dy, dw);
+        const FixedProblem fixed = fixed_problem();
+        fixed.apply(x, "x");
+        fixed.apply(dy, "dy");
+        fixed.apply(dw, "dw");
+        if (!autoscheduled()) schedule_bwd_weights_cpu_winograd(s, get_target());
+    }
+
     GeneratorInput<Buffer<>> *x_ = nullptr;
     GeneratorInput<Buffer<>> *dy_ = nullptr;
     GeneratorOutput<Buffer<>> *dw_ = nullptr;

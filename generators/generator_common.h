@@ -166,7 +166,7 @@ public:
     ScheduleParams(const std::string &text, const Target &t) : isa_(isa_path(t)) {
         static const char *const known[] = {"pixels", "vectors", "rows7", "px_vectors", "block_rows", "ci_tile", "co_vectors",
                                             "dw_rows", "chunk_kb", "chunk_positions", "chunk_max_kb", "block", "rows_per_part",
-                                            "wg_tiles", "wg_vectors", "wg_tile_count"};
+                                            "wg_tiles", "wg_vectors", "wg_tile_count", "wg_chunks"};
         std::stringstream items(text);
         std::string item;
         while (std::getline(items, item, '/')) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "generator_common.h"
 
@@ -29,6 +30,59 @@ namespace convgrad::gen {
 // columns of dy.
 constexpr int kWinogradTile = 4;
 constexpr int kWinogradInput = kWinogradTile + 2;
+
+// Lavin & Gray's F(4x4, 3x3) matrices: B^T (dy's or x's tile), G (the filter), A^T (the
+// output tile).
+inline constexpr double kWinogradBT[kWinogradInput][kWinogradInput] = {
+    {4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+inline constexpr double kWinogradG[kWinogradInput][3] = {{1. / 4, 0, 0},          {-1. / 6, -1. / 6, -1. / 6},
+                                                         {-1. / 6, 1. / 6, -1. / 6}, {1. / 24, 1. / 12, 1. / 6},
+                                                         {1. / 24, -1. / 12, 1. / 6}, {0, 0, 1}};
+inline constexpr double kWinogradAT[kWinogradTile][kWinogradInput] = {
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+
+// sum over k < cols of coef[i * cols + k] * term(k) (coef row-major, `rows` rows), one case
+// per row i, selected by `row` (which the schedules unroll, so each case is its own few adds):
+// zero coefficients dropped, +-1 folded.
+inline Expr winograd_rows(const Expr &row, const double *coef, int rows, int cols, const Type &type,
+                          const std::function<Expr(int)> &term) {
+    std::vector<Expr> cases;
+    for (int i = 0; i < rows; i++) {
+        Expr sum;
+        for (int k = 0; k < cols; k++) {
+            const double cf = coef[i * cols + k];
+            if (cf == 0) continue;
+            const Expr t = term(k);
+            const Expr ct = cf == 1 ? t : cf == -1 ? -t : t * Halide::cast(type, Expr(cf));
+            sum = sum.defined() ? sum + ct : ct;
+        }
+        cases.push_back(sum.defined() ? sum : Halide::cast(type, 0));
+    }
+    return mux(row, cases);
+}
+
+// winograd_rows in the element type `type` (the generators' accumulator type).
+inline std::function<Expr(const Expr &, const double *, int, int, const std::function<Expr(int)> &)> winograd_rows_in(
+    const Type &type) {
+    return [type](const Expr &row, const double *coef, int rows, int cols, const std::function<Expr(int)> &term) {
+        return winograd_rows(row, coef, rows, cols, type, term);
+    };
+}
+
+// The Winograd kernels' buffers: two NXC activations and the filter (or its gradient), 2-D
+// 3x3 (the registry's promise; Halide checks it).
+template<typename Act0, typename Act1, typename Filter>
+void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f) {
+    using namespace canonical;
+    constrain_activation_strides(a0, Layout::NXC);
+    constrain_activation_strides(a1, Layout::NXC);
+    constrain_filter_strides(f, Layout::NXC);
+    a0.dim(kZ).set_bounds(0, 1);
+    a1.dim(kZ).set_bounds(0, 1);
+    f.dim(kKx).set_bounds(0, 3);
+    f.dim(kKy).set_bounds(0, 3);
+    f.dim(kKz).set_bounds(0, 1);
+}
 
 struct WinogradDataStages {
     Func dx;      // (c, x, y, z, g, n): Y read out of its tiles
@@ -54,5 +108,33 @@ struct WinogradDataStages {
 };
 
 void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target);
+
+// The filter gradient's Winograd (nxc_wg, the same layers): by the transposition of the
+// algorithm above, per 4x4 tile of dy and its 6x6 tile of x,
+//   dW = G^T [ sum over tiles of (A dY A^T) .* (B^T X B) ] G
+// i.e. 36 matrix products that reduce over the tiles (x's channels by dy's), then the
+// filter's 3x3 taps out of each channel pair's 6x6 sums.
+struct WinogradFilterStages {
+    Func dw;                     // (ci, co, kx, ky, kz, g)
+    Func dw_rows{"dw_rows"};     // (ci, co, kx, xi, g): G^T M along nu
+    Func sums{"sums"};           // (ci, co, nu, xi, g): the chunks' partial sums added
+    Func part{"part"};           // (ci, co, nu, xi, g, k): chunk k's sum over its blocks
+    Func block{"block"};         // (ci, co, nu, xi, g, b): block b's sum over its tiles (register tiles)
+    Func vx{"vx"};               // (ci, nu, xi, t, g): x's transformed tiles
+    Func vx_rows{"vx_rows"};     // (ci, a, nu, t, g)
+    Func wy{"wy"};               // (co, nu, xi, t, g): dy's transformed tiles (zero past the last tile)
+    Func wy_rows{"wy_rows"};     // (co, a, nu, t, g)
+    Var ci{"ci"}, co{"co"}, c{"c"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
+    Var nu{"nu"}, xi{"xi"}, a{"a"}, t{"t"}, k{"k"}, b{"b"};
+    RDom r_tile, r_block, r_chunk;  // a block's tiles, a chunk's blocks, the chunks
+    int tiles_per_block = 0;
+    ScheduleParams tuned;
+};
+
+// Tiles per block of the filter gradient (its transformed x and dy stay in cache while the
+// block's products run).
+inline int winograd_filter_block_tiles(const ScheduleParams &tuned) { return tuned.get("wg_tiles", 32); }
+
+void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &target);
 
 }  // namespace convgrad::gen

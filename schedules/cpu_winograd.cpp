@@ -10,9 +10,24 @@
 // within 1 %; 2 x 8 fits the 14x14 layers' blocks better).
 // Blocks of one tile row (14 tiles) ran rn50_3x3_56 in 3.6 ms, 2.7x the direct kernel;
 // whole 56x56 images, 5.8 ms: a block's v and m (2 x 129 KB) and u (590 KB) then stay in L2.
+#include "../generators/bwd_data.h"  // kChannelSlab
 #include "../generators/winograd.h"
 
 namespace convgrad::gen {
+namespace {
+
+// A tile transform `f` (c, nu, xi, t, ...) and its row pass `rows` (c, a, nu, t, ...), one
+// vector of channels at a time: the row pass's 36 vectors are a constant-size buffer
+// (registers and stack), where per tile, over every channel, it was a heap allocation
+// (rn50_3x3_56's filter gradient: malloc and free took 14 % of the call).
+void transform_per_vector(Func f, Func rows, const Var &c, const Var &nu, const Var &xi, const Var &a, const Var &t,
+                          int vec) {
+    Var c_o("c_o"), c_i("c_i");
+    f.split(c, c_o, c_i, vec).reorder(c_i, nu, xi, c_o, t).vectorize(c_i).unroll(nu).unroll(xi);
+    rows.compute_at(f, c_o).reorder(c, nu, a).vectorize(c, vec).unroll(nu).unroll(a);
+}
+
+}  // namespace
 
 void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target) {
     const Type at = s.m_acc.output_types()[0];
@@ -39,13 +54,15 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         .split(s.y, yo, s.jy, m, TailStrategy::GuardWithIf)
         .split(yo, yb, yr, rows, TailStrategy::GuardWithIf)
         .split(s.n, nb, ni, images, TailStrategy::GuardWithIf)
-        .reorder(s.c, jx, s.jy, xo, yr, s.z, ni, yb, nb, s.g)
-        .vectorize(s.c, vec)
+        .split(s.c, c_o, c_i, vec)
+        .reorder(c_i, jx, s.jy, c_o, xo, yr, s.z, ni, yb, nb, s.g)
+        .vectorize(c_i)
         .unroll(jx)
         .unroll(s.jy)
         .parallel(yb)
         .parallel(nb);
-    s.out_rows.compute_at(s.dx, xo).reorder(s.c, s.nu, s.jy).vectorize(s.c, vec).unroll(s.nu).unroll(s.jy);
+    // (Per vector of channels: a constant-size buffer, as transform_per_vector's.)
+    s.out_rows.compute_at(s.dx, c_o).reorder(s.c, s.nu, s.jy).vectorize(s.c, vec).unroll(s.nu).unroll(s.jy);
 
     // The products: per (nu, xi), register tiles of vectors x tiles over every dy channel.
     s.m.compute_at(s.dx, yb)
@@ -59,8 +76,8 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
     s.m_acc.update().reorder(s.c, s.t, s.r).vectorize(s.c, vec).unroll(s.c).unroll(s.t);
 
     // dy's tiles, per block; each tile's row transforms per tile, for every dy channel.
-    s.v.compute_at(s.dx, yb).reorder(s.co, s.nu, s.xi, s.t, s.g).vectorize(s.co, vec).unroll(s.nu).unroll(s.xi);
-    s.v_rows.compute_at(s.v, s.t).reorder(s.co, s.nu, s.a).vectorize(s.co, vec).unroll(s.nu).unroll(s.a);
+    transform_per_vector(s.v, s.v_rows, s.co, s.nu, s.xi, s.a, s.t, vec);
+    s.v.compute_at(s.dx, yb);
 
     // The filter's transform, once per call.
     s.u.compute_root().reorder(s.c, s.xi, s.nu, s.co, s.g).vectorize(s.c, vec).unroll(s.xi).parallel(s.co);
@@ -76,6 +93,48 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         .vectorize(v_i)
         .parallel(v_o);
     s.w_local.vectorize(s.c, vec).parallel(s.co);
+}
+
+// The filter gradient's (WinogradFilterStages): threads own chunks of blocks of tiles, each
+// adding its blocks' products into its own partial sums (36 x C_in x C_out), and, nested,
+// the products' 6 rows of nu; the chunks' sums are added, then transformed to the taps. Per
+// block, x's and dy's transformed tiles first (in cache), then the products: register tiles of
+// `vectors` vectors of x channels by `cols` dy channels over the block's tiles (per tile
+// `vectors` loads of x's and `cols` broadcasts of dy's for vectors x cols FMAs). Layers with
+// many channels (256 x 256: 9.4 MB of sums) take one chunk, and the rows of nu their threads.
+void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &target) {
+    const Type at = s.block.output_types()[0];
+    const int vec = target.natural_vector_size(at);
+    const int vectors = s.tuned.get("wg_vectors", 2);
+    // (cols divides kChannelSlab: part's split of co must be exact to unroll the tiles.)
+    const int cols = s.tuned.get("wg_tile_count", vector_registers(target) == 32 ? 8 : 4);
+    if (kChannelSlab % (vec * vectors) != 0 || kChannelSlab % cols != 0) {
+        throw std::invalid_argument("convgrad: the Winograd filter gradient's register tile must divide the registry's slab of " +
+                                    std::to_string(kChannelSlab) + " channels");
+    }
+    Var ci_o("ci_o"), ci_i("ci_i"), co_o("co_o"), co_i("co_i");
+
+    s.dw.reorder(s.ci, s.kx, s.ky, s.kz, s.co, s.g).vectorize(s.ci, vec).unroll(s.kx).unroll(s.ky).parallel(s.co);
+    s.dw_rows.compute_at(s.dw, s.co).reorder(s.ci, s.kx, s.xi).vectorize(s.ci, vec).unroll(s.kx).unroll(s.xi);
+    s.sums.compute_root().vectorize(s.ci, vec).parallel(s.co);
+    s.sums.update().reorder(s.ci, s.r_chunk, s.nu, s.xi, s.co, s.g).vectorize(s.ci, vec).parallel(s.co);
+    s.part.compute_root().vectorize(s.ci, vec).parallel(s.k);
+    s.part.update()
+        .split(s.ci, ci_o, ci_i, vec * vectors, TailStrategy::RoundUp)
+        .split(s.co, co_o, co_i, cols, TailStrategy::RoundUp)
+        .reorder(ci_i, co_i, ci_o, co_o, s.nu, s.xi, s.r_block, s.g, s.k)
+        .vectorize(ci_i, vec)
+        .parallel(s.k)
+        .parallel(s.xi);
+    // (One block at a time, which Halide's bounds of k * blocks + r_block did not show: the
+    // register tile was a heap allocation per tile.)
+    s.block.compute_at(s.part, ci_o).bound_storage(s.b, 1).vectorize(s.ci, vec).unroll(s.ci).unroll(s.co);
+    s.block.update().reorder(s.ci, s.co, s.r_tile, s.nu, s.xi).vectorize(s.ci, vec).unroll(s.ci).unroll(s.co);
+
+    transform_per_vector(s.vx, s.vx_rows, s.ci, s.nu, s.xi, s.a, s.t, vec);
+    transform_per_vector(s.wy, s.wy_rows, s.co, s.nu, s.xi, s.a, s.t, vec);
+    s.vx.compute_at(s.part, s.r_block);
+    s.wy.compute_at(s.part, s.r_block);
 }
 
 }  // namespace convgrad::gen

@@ -45,6 +45,9 @@ for target in x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41 x86-64-
     if [[ $args == *dtype=int32* ]] && grep -qxF -- "${args/dtype=int32/dtype=float32}" <(cut -d' ' -f2- "$variants"); then
       continue
     fi
+    # The Winograd variants have no `acc` stage (their sums are m_acc, block and part, with
+    # no specialisation branches), so their lowerings had nothing to check.
+    [[ $args == *winograd=true* ]] && continue
     n=$((n + 1))
     echo "$out/$n $args target=$target-user_context-no_runtime"
   done < "$variants"

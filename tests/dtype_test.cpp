@@ -44,9 +44,10 @@ TEST(DtypeContract, LongReductions) {
     }
 }
 
-// The Winograd data gradient where dx outgrows dy's reach (pads_end -1: dx's last row and
-// column read no dy and are zeros), in `dtype` (each its own variant).
-void expect_winograd_past_dy(DType t, const char *kernel, double tolerance) {
+// The Winograd kernels where dx outgrows dy's reach (pads_end -1: dx's last row and column
+// read no dy and are zeros, and take no part in the filter gradient), in `dtype` (each its
+// own variant; `kernel` without the direction).
+void expect_winograd_past_dy(DType t, const std::string &kernel, double tolerance) {
     NdConv c;
     c.rank = 2, c.batch = 2, c.groups = 1, c.cin = 32, c.cout = 64;
     c.in = {12, 13}, c.out = {10, 11}, c.kernel = {3, 3}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {1, 1};
@@ -54,16 +55,20 @@ void expect_winograd_past_dy(DType t, const char *kernel, double tolerance) {
     ASSERT_EQ(p.pads_end[0], -1);
     Rng rng(29);
     const auto w = random_values(num_elements(c.w_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
-    const RunResult r = run_problem(p, Direction::kBackwardData, permute(dy, c.dy_shape(), ncx_to_nxc(2)),
-                                    permute(w, c.w_shape(), oix_to_xio(2)), false);
+    const auto x = random_values(num_elements(c.x_shape()), rng);
+    const auto dy_nxc = permute(dy, c.dy_shape(), ncx_to_nxc(2));
+    RunResult r = run_problem(p, Direction::kBackwardData, dy_nxc, permute(w, c.w_shape(), oix_to_xio(2)), false);
     ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-    EXPECT_EQ(r.kernel, kernel);
-    const auto ref = permute(nd_backprop_data(c, w, dy), c.x_shape(), ncx_to_nxc(2));
-    EXPECT_LE(relative_error(r.result, ref), tolerance);
+    EXPECT_EQ(r.kernel, "bwd_data_" + kernel);
+    EXPECT_LE(relative_error(r.result, permute(nd_backprop_data(c, w, dy), c.x_shape(), ncx_to_nxc(2))), tolerance);
+    r = run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(2)), dy_nxc, false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    EXPECT_EQ(r.kernel, "bwd_weights_" + kernel);
+    EXPECT_LE(relative_error(r.result, permute(nd_backprop_filter(c, x, dy), c.w_shape(), oix_to_xio(2))), tolerance);
 }
 
-TEST(DtypeContract, WinogradPastDyFloat32) { expect_winograd_past_dy(DType::kFloat32, "bwd_data_f32_nxc_wg", 1e-5); }
-TEST(DtypeContract, WinogradPastDyFloat64) { expect_winograd_past_dy(DType::kFloat64, "bwd_data_f64_nxc_wg", 1e-12); }
+TEST(DtypeContract, WinogradPastDyFloat32) { expect_winograd_past_dy(DType::kFloat32, "f32_nxc_wg", 1e-5); }
+TEST(DtypeContract, WinogradPastDyFloat64) { expect_winograd_past_dy(DType::kFloat64, "f64_nxc_wg", 1e-12); }
 
 // int32 wraps on overflow exactly like TF: large products summed past 2^31.
 TEST(DtypeContract, Int32WrapsOnOverflow) {

@@ -37,8 +37,8 @@ using nlohmann::json;
 
 // The candidates of a variant's schedule parameters ("" = the schedules' defaults, always
 // first). The grids span the register-tile shapes that fit 32 (AVX-512, NEON) or 16 vector
-// registers, the depthwise filter gradient's row chunks, and the Winograd data gradient's
-// blocks of tiles.
+// registers, the depthwise filter gradient's row chunks, and the Winograd kernels' blocks of
+// tiles.
 std::vector<std::string> candidates(const std::string &variant, const std::string &isa) {
     std::vector<std::string> out = {""};
     const bool data = variant.rfind("bwd_data", 0) == 0;
@@ -47,10 +47,14 @@ std::vector<std::string> candidates(const std::string &variant, const std::strin
     if (variant.size() > 4 && variant.substr(variant.size() - 4) == "_any") return out;  // scalar fallback
     const KernelVariant v = KernelVariant::parse(variant);  // the suffixes only
     const bool pixel_vectors = v.pixel_vectors || v.flat_planes;  // both tile vectors of pixels
-    if (v.winograd) {
+    if (v.winograd && data) {
         // Tiles per block, and the products' register tile (vectors of dx channels x tiles).
         for (int tiles : {8, 32, 64}) out.push_back(q("wg_tiles", tiles));
         out.push_back(q("wg_vectors", 4) + "/" + q("wg_tile_count", 6));
+    } else if (v.winograd) {
+        // Tiles per block, and chunks reduced in parallel.
+        for (int tiles : {16, 64}) out.push_back(q("wg_tiles", tiles));
+        for (int chunks : {2, 8}) out.push_back(q("wg_chunks", chunks));
     } else if (data && pixel_vectors) {
         for (int v : {2, 3, 6}) out.push_back(q("px_vectors", v));
     } else if (pixel_vectors) {

@@ -35,8 +35,8 @@ struct LayoutRequirement {
                                  // per group and as many dy channels
     bool pointwise = false;      // nxc_pw, ncx_px_pw: pointwise data gradients; nxc_pw: dx
                                  // channels per group a multiple of kPointwiseSlab
-    bool winograd = false;       // nxc_wg: data gradient, 2-D 3x3, unit strides and dilations,
-                                 // dx and dy channels per group multiples of kChannelSlab
+    bool winograd = false;       // nxc_wg: 2-D 3x3, unit strides and dilations, both
+                                 // activations' channels per group multiples of kChannelSlab
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -84,13 +84,18 @@ constexpr int kPointwiseSlab = 64;
 // than ncx's, and rn50_1x1_7 (dy a quarter of x, 49-pixel rows) 0.65x.
 constexpr int kDyBroadcastMinChannels = 32;
 
-// The Winograd data gradient (nxc_wg, generators/winograd.h) transforms the whole filter once
-// per call, 36 x C_in x C_out values per group, which every block of tiles then reads: past
-// this many bytes of it (rn50's 7x7 layer, 512 x 512 channels: 38 MB, more than the L3) the
-// products waited on memory (prototype: 34 ms). And its 4x4 tiles compute dx rounded up to
-// whole tiles: at most kWinogradMaxOvercompute times dx's positions (7x7 and 14x14 images
-// compute 1.31x; 5x5 would compute 2.56x).
+// The Winograd kernels (nxc_wg, generators/winograd.h) hold 36 x C_in x C_out values per
+// group (the data gradient's transformed filter, which every block of tiles reads; the filter
+// gradient's sums): past this many bytes (rn50's 7x7 layer, 512 x 512 channels: 38 MB, more
+// than the L3) the data gradient's products waited on memory (prototype: 34 ms). And their
+// 4x4 tiles cover dx (data) or dy (filter) rounded up to whole tiles: at most
+// kWinogradMaxOvercompute times its positions (7x7 and 14x14 images compute 1.31x; 5x5
+// would compute 2.56x).
 constexpr int64_t kWinogradMaxFilterBytes = 16 << 20;
+// The filter gradient's sums are read and written per block of tiles: past the L2 they ran
+// from the L3 (rn50_3x3_14, 256 x 256: 9.4 MB, kernel alone 0.92x the direct kernel, 0.44x
+// in the suite; rn50_3x3_56's 590 KB: 2.05x).
+constexpr int64_t kWinogradMaxFilterSumBytes = 1 << 20;
 constexpr double kWinogradMaxOvercompute = 1.5;
 
 // Where a call runs: the device, and for CUDA the device's compute capability.

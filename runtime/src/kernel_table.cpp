@@ -60,20 +60,20 @@ constexpr LayoutRequirement layout_any = {kNone, false};
 constexpr Device device_cuda = Device::kCuda;
 constexpr Device device_opencl = Device::kOpenCL;
 
-// The Winograd data gradient's problems (kernel_registry.h, generators/winograd.h): 2-D 3x3
-// with unit strides and dilations (any padding), dx (act1) and dy (act0) channels per group
-// whole slabs (every target's register tile of dx channels divides kChannelSlab, and dy's
-// are the transforms' vectors), a transformed filter that stays in cache, and little work on
-// tiles past dx's edge.
-bool winograd_fits(const ConvProblem &p, const CanonicalView &dy, const CanonicalView &dx) {
+// The Winograd kernels' problems (kernel_registry.h, generators/winograd.h): 2-D 3x3 with
+// unit strides and dilations (any padding), both activations' channels per group whole slabs
+// (every target's register tiles divide kChannelSlab, and the transforms vectorise both),
+// 36 x C_in x C_out values that stay in cache (the filter gradient's in the L2), and little work on tiles past the edge of
+// the activation they tile (act1: dx for the data gradient, dy for the filter gradient).
+bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1) {
     if (p.spatial_rank != 2) return false;
     for (int a = 0; a < 2; a++) {
         if (p.kernel_size[a] != 3 || p.strides[a] != 1 || p.dilations[a] != 1) return false;
     }
-    if (dx.extent[kC] % kChannelSlab != 0 || dy.extent[kC] % kChannelSlab != 0) return false;
-    const int64_t filter_bytes = 36 * p.groups * dx.extent[kC] * dy.extent[kC] * dtype_size(p.dtype);
-    if (filter_bytes > kWinogradMaxFilterBytes) return false;
-    const int64_t w = dx.extent[kX], h = dx.extent[canonical::kY];
+    if (act0.extent[kC] % kChannelSlab != 0 || act1.extent[kC] % kChannelSlab != 0) return false;
+    const int64_t filter_bytes = 36 * p.groups * act0.extent[kC] * act1.extent[kC] * dtype_size(p.dtype);
+    if (filter_bytes > (d == Direction::kBackwardData ? kWinogradMaxFilterBytes : kWinogradMaxFilterSumBytes)) return false;
+    const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY];
     const int64_t tiled = (w + 3) / 4 * 4 * ((h + 3) / 4 * 4);
     return tiled <= kWinogradMaxOvercompute * w * h;
 }
@@ -186,7 +186,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (!is_pointwise(p)) return false;
         if (needs.unit_stride_dim == kC && act1.extent[kC] % kPointwiseSlab != 0) return false;
     }
-    if (needs.winograd && !winograd_fits(p, act0, act1)) return false;
+    if (needs.winograd && !winograd_fits(d, p, act0, act1)) return false;
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
 }

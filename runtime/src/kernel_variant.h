@@ -7,7 +7,7 @@
 // the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
 // `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg` is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
 // in place), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
-// (the data gradient's Winograd F(4x4, 3x3) tiles, generators/winograd.h):
+// (Winograd F(4x4, 3x3) tiles, both directions, generators/winograd.h):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
 // small_groups=true, "ncx_cs" is layout=ncx channel_slabs=true, "nxc_pw" is layout=nxc
 // pointwise=true, "ncg_fp" is layout=ncg flat_planes=true, "nxc_wg" is layout=nxc winograd=true.
@@ -53,14 +53,14 @@ struct KernelVariant {
 
     // The generator params (`key=value`) after dtype; both generators take pixel_vectors,
     // small_groups and flat_planes, only the data gradient's takes x_phases, channel_slabs and
-    // pointwise and winograd, only the filter gradient's dy_broadcasts.
+    // pointwise, only the filter gradient's dy_broadcasts; both winograd.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
         out.push_back(std::string("small_groups=") + (small_groups ? "true" : "false"));
         if (data) out.push_back(std::string("channel_slabs=") + (channel_slabs ? "true" : "false"));
         if (data) out.push_back(std::string("pointwise=") + (pointwise ? "true" : "false"));
-        if (data) out.push_back(std::string("winograd=") + (winograd ? "true" : "false"));
+        out.push_back(std::string("winograd=") + (winograd ? "true" : "false"));
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
         out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
@@ -82,7 +82,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg_px", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg", "ncg_fp", "ncg_px", "ncg", "nxc_sg", "nxc", "ncx_db", "ncx", "any"};
+    else order = {"nxg", "ncg_fp", "ncg_px", "ncg", "nxc_wg", "nxc_sg", "nxc", "ncx_db", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
