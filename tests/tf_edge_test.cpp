@@ -333,10 +333,13 @@ TEST(TfEdge, SmallGroupPairFilters) {
 // chunks of ~512 KB of x and dy) to cut it several ways, each with a short last chunk:
 // rows of one image (71 rows: 36 + 35), groups of whole images (29 images: 14 + 14 + 1),
 // whole images with stride 2, grouped channels, and channels first; and x's staged pixels
-// padded by a cache line (cpu_staging.h: 64 channels NHWC, 256 channels NCHW).
+// padded by a cache line (cpu_staging.h: 64 channels NHWC, 256 channels NCHW). (Output
+// channels that are not whole slabs of 32 keep these layers off the Winograd kernel.)
 TEST(TfEdge, CacheBlockedFilterGradient) {
     expect_matches_reference(conv({2, 71, 53, 32}, {3, 3, 32, 48}, "SAME", 1, 1));
-    expect_matches_reference(conv({29, 10, 10, 64}, {3, 3, 64, 64}, "SAME", 1, 1));
+    const TfConv2D images = conv({29, 10, 10, 64}, {3, 3, 64, 40}, "SAME", 1, 1);
+    expect_matches_reference(images);
+    expect_kernel(images, "bwd_weights_f32_nxc");
     expect_matches_reference(conv({3, 60, 44, 24}, {3, 3, 24, 40}, "SAME", 2, 2));
     expect_matches_reference(conv({3, 80, 48, 64}, {3, 3, 8, 64}, "SAME", 1, 1));  // 8 groups: 4x larger chunks
     TfConv2D c = conv({2, 71, 53, 32}, {3, 3, 32, 48}, "SAME", 1, 1);
@@ -352,15 +355,17 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
 // the threads, a task running its co blocks in series (cpu_bwd_weights.cpp, `co_oi`). On
 // AVX-512 f32 (8 x 32 tiles): a 1x1 layer with 5 ci blocks splits its 5 co blocks into 3
 // tasks of 2, 2 and 1 (a guarded tail); a 3x3 layer has 72 other tasks, so all 3 co blocks
-// run in series; 20 channels take a partial co block.
+// (the last partial: 80 output channels, which keep it off the Winograd kernel) run in
+// series; 20 channels take a partial co block.
 TEST(TfEdge, FewChunkFilterTasks) {
     const std::vector<TfConv2D> cases = {conv({1, 9, 11, 40}, {1, 1, 40, 160}, "VALID", 1, 1),
-                                         conv({2, 7, 7, 64}, {3, 3, 64, 96}, "SAME", 1, 1),
+                                         conv({2, 7, 7, 64}, {3, 3, 64, 80}, "SAME", 1, 1),
                                          conv({1, 6, 5, 24}, {1, 1, 24, 20}, "VALID", 1, 1)};
     for (const TfConv2D &c : cases) {
         expect_matches_reference(c);
         expect_matches_reference(as_nchw(c));
     }
+    expect_kernel(cases[1], "bwd_weights_f32_nxc");
 }
 
 // Filter-gradient chunks capped by their bytes (cpu_bwd_weights.cpp: filters of at most a
