@@ -294,25 +294,23 @@ private:
         s.tiles_x = tiles_along(kX, ax[0]);
         s.tiles_y = tiles_along(kY, ax[1]);
         s.images = dy.dim(kN).extent();
-        // (Clamped: a block of whole images past the batch's end, the schedule's last, computes
-        // the last image's tiles again instead of reading past dy.)
-        const Expr tx = s.t % s.tiles_x, ty = (s.t / s.tiles_x) % s.tiles_y,
-                   tn = min(s.t / (s.tiles_x * s.tiles_y), s.images - 1);
-        // dy's 6x6 tile of dx's tile (tx, ty) starts at dx's origin + pb - 2 along each axis.
+        const WinogradTile tile_t = winograd_tile(s.t, s.tiles_x, s.tiles_y, s.images);
+        // dy's 6x6 tile of dx's tile starts at dx's origin + pb - 2 along each axis.
         const Func dy_in = zero_padded(dy, "dy_in");
         s.v_rows = Func("v_rows");
         s.v_rows(s.co, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, bt, alpha, alpha, [&](int b) {
-            return dy_in(s.co, tx * m + ax[0].pad_begin - 2 + b, ty * m + ax[1].pad_begin - 2 + s.a, 0, s.g, tn);
+            return dy_in(s.co, tile_t.x * m + ax[0].pad_begin - 2 + b, tile_t.y * m + ax[1].pad_begin - 2 + s.a, 0, s.g,
+                         tile_t.n);
         });
         s.v = Func("v");
         s.v(s.co, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, bt, alpha, alpha,
                                                       [&](int b) { return s.v_rows(s.co, b, s.nu, s.t, s.g); });
-        // The turned filter, w[2 - kx, 2 - ky].
         // The filter staged with dx's channels innermost, as the transforms vectorise it (in
         // HWIO its output channels are: read in place, every vector was a gather, and the
         // filter transform took 25 % of rn50_3x3_14's call).
         s.w_local = Func("w_local");
         s.w_local(s.c, s.co, s.kx, s.ky, s.g) = widen(w(s.c, s.co, s.kx, s.ky, 0, s.g));
+        // The turned filter's transform, of w[2 - kx, 2 - ky].
         s.u_rows = Func("u_rows");
         // (Unit strides and dilations are the registry's promise: checked here, once per call's
         // filter transform, so a kernel called on another problem fails cleanly.)

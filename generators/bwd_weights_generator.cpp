@@ -249,35 +249,35 @@ private:
         const Expr tiles_x = (dy.dim(kX).extent() + m - 1) / m, tiles_y = (dy.dim(kY).extent() + m - 1) / m;
         const Expr images = dy.dim(kN).extent();
         const Expr tiles = tiles_x * tiles_y * images;
-        // (Clamped: tiles past the last, in the last block, read the last image again; their
-        // dy transform is zero.)
-        const Expr tx = s.t % tiles_x, ty = (s.t / tiles_x) % tiles_y, tn = min(s.t / (tiles_x * tiles_y), images - 1);
+        // (Tiles past the last, in the last block, read the last image again; their dy
+        // transform is zero.)
+        const WinogradTile tile_t = winograd_tile(s.t, tiles_x, tiles_y, images);
         const Func x_in = zero_padded(x, "x_in"), dy_in = zero_padded(dy, "dy_in");
-        // x's 6x6 tile of dy's tile (tx, ty) starts at dy's origin - pb along each axis.
+        // x's 6x6 tile of dy's tile starts at dy's origin - pb along each axis.
         s.vx_rows(s.ci, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, &kWinogradBT[0][0], alpha, alpha, [&](int b) {
-            return x_in(s.ci, tx * m - ax[0].pad_begin + b, ty * m - ax[1].pad_begin + s.a, 0, s.g, tn);
+            return x_in(s.ci, tile_t.x * m - ax[0].pad_begin + b, tile_t.y * m - ax[1].pad_begin + s.a, 0, s.g, tile_t.n);
         });
         s.vx(s.ci, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, &kWinogradBT[0][0], alpha, alpha,
                                                        [&](int a) { return s.vx_rows(s.ci, a, s.nu, s.t, s.g); });
         s.wy_rows(s.co, s.a, s.nu, s.t, s.g) =
             select(s.t < tiles, matrix_rows(s.nu, &a_mat[0][0], alpha, m, [&](int j) {
-                       return dy_in(s.co, tx * m + j, ty * m + s.a, 0, s.g, tn);
+                       return dy_in(s.co, tile_t.x * m + j, tile_t.y * m + s.a, 0, s.g, tile_t.n);
                    }),
                    Halide::cast(acc_t, 0));
         s.wy(s.co, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, &a_mat[0][0], alpha, m,
                                                        [&](int a) { return s.wy_rows(s.co, a, s.nu, s.t, s.g); });
-        // Blocks of tiles_per_block tiles; chunks of blocks, reduced in parallel: at most 4 (8 and 2
-        // ran rn50_3x3_56 0.9x, kernel alone), and
-        // their partial sums (36 x C_in x C_out each) within 16 MB.
-        s.tiles_per_block = winograd_filter_block_tiles(s.tuned);
-        const Expr blocks = (tiles + s.tiles_per_block - 1) / s.tiles_per_block;
-        const Expr sum_bytes = 36 * x.dim(kC).extent() * dy.dim(kC).extent() * static_cast<int>(acc_t.bytes());
+        // Blocks of block_tiles() tiles; chunks of blocks, reduced in parallel: at most 4 (8 and
+        // 2 ran rn50_3x3_56 0.9x, kernel alone), and their partial sums (36 x C_in x C_out
+        // each) within 16 MB.
+        const int tiles_per_block = s.block_tiles();
+        const Expr blocks = (tiles + tiles_per_block - 1) / tiles_per_block;
+        const Expr sum_bytes = alpha * alpha * x.dim(kC).extent() * dy.dim(kC).extent() * static_cast<int>(acc_t.bytes());
         const Expr chunks = clamp(min(blocks, (16 << 20) / max(sum_bytes, 1)), 1, s.tuned.get("wg_chunks", 4));
         const Expr blocks_per_chunk = (blocks + chunks - 1) / chunks;
-        s.r_tile = RDom(0, s.tiles_per_block, "r_tile");
+        s.r_tile = RDom(0, tiles_per_block, "r_tile");
         s.r_block = RDom(0, blocks_per_chunk, "r_block");
         s.r_chunk = RDom(0, chunks, "r_chunk");
-        const Expr t = s.b * s.tiles_per_block + s.r_tile;
+        const Expr t = s.b * tiles_per_block + s.r_tile;
         s.block(s.ci, s.co, s.nu, s.xi, s.g, s.b) = Halide::cast(acc_t, 0);
         s.block(s.ci, s.co, s.nu, s.xi, s.g, s.b) += s.vx(s.ci, s.nu, s.xi, t, s.g) * s.wy(s.co, s.nu, s.xi, t, s.g);
         s.part(s.ci, s.co, s.nu, s.xi, s.g, s.k) = Halide::cast(acc_t, 0);

@@ -1,5 +1,6 @@
-// The Winograd variant of the data gradient (nxc_wg): 2-D 3x3 filters, unit strides and
+// The Winograd variants of both gradients (nxc_wg): 2-D 3x3 filters, unit strides and
 // dilations, channels contiguous (the registry's promise, runtime/src/kernel_table.cpp).
+// The data gradient's algorithm first; the filter gradient's is its transpose (below).
 //
 // With unit strides the data gradient is a correlation of dy with the filter turned by 180
 // degrees: dx[i] = sum over k of dy[i + pb - 2 + k] * w[2 - k] along each axis, with dy zero
@@ -69,6 +70,16 @@ inline std::function<Expr(const Expr &, const double *, int, int, const std::fun
     };
 }
 
+// Tile t's place, tiles numbered flat over (tile x, tile y, image), so a block of whole tile
+// rows or images is one run of them. (The image is clamped: a block past the batch's end,
+// the schedules' last, reads the last image again instead of reading past the activation.)
+struct WinogradTile {
+    Expr x, y, n;
+};
+inline WinogradTile winograd_tile(const Expr &t, const Expr &tiles_x, const Expr &tiles_y, const Expr &images) {
+    return {t % tiles_x, (t / tiles_x) % tiles_y, min(t / (tiles_x * tiles_y), images - 1)};
+}
+
 // The Winograd kernels' buffers: two NXC activations and the filter (or its gradient), 2-D
 // 3x3 (the registry's promise; Halide checks it).
 template<typename Act0, typename Act1, typename Filter>
@@ -124,16 +135,13 @@ struct WinogradFilterStages {
     Func vx_rows{"vx_rows"};     // (ci, a, nu, t, g)
     Func wy{"wy"};               // (co, nu, xi, t, g): dy's transformed tiles (zero past the last tile)
     Func wy_rows{"wy_rows"};     // (co, a, nu, t, g)
-    Var ci{"ci"}, co{"co"}, c{"c"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
+    Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     Var nu{"nu"}, xi{"xi"}, a{"a"}, t{"t"}, k{"k"}, b{"b"};
     RDom r_tile, r_block, r_chunk;  // a block's tiles, a chunk's blocks, the chunks
-    int tiles_per_block = 0;
     ScheduleParams tuned;
+    // Tiles per block (its transformed x and dy stay in cache while the block's products run).
+    int block_tiles() const { return tuned.get("wg_tiles", 32); }
 };
-
-// Tiles per block of the filter gradient (its transformed x and dy stay in cache while the
-// block's products run).
-inline int winograd_filter_block_tiles(const ScheduleParams &tuned) { return tuned.get("wg_tiles", 32); }
 
 void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &target);
 

@@ -1,4 +1,5 @@
-// CPU schedule of the data gradient's Winograd variant (nxc_wg, generators/winograd.h).
+// CPU schedules of the Winograd variants (nxc_wg, generators/winograd.h): the data
+// gradient's here, the filter gradient's below.
 //
 // The transformed filter u (36 x C_in x C_out per group) is computed once per call. Threads
 // own blocks of whole tile rows of one image (at least block_tiles() tiles where the image

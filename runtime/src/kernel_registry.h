@@ -91,6 +91,9 @@ constexpr int kDyBroadcastMinChannels = 32;
 // 4x4 tiles cover dx (data) or dy (filter) rounded up to whole tiles: at most
 // kWinogradMaxOvercompute times its positions (7x7 and 14x14 images compute 1.31x; 5x5
 // would compute 2.56x).
+// (F(4x4, 3x3): 4x4 tiles, 6x6 = 36 products per channel pair; generators/winograd.h.)
+constexpr int kWinogradTile = 4;
+constexpr int kWinogradProducts = (kWinogradTile + 2) * (kWinogradTile + 2);
 constexpr int64_t kWinogradMaxFilterBytes = 16 << 20;
 // The filter gradient's sums are read and written per block of tiles: past the L2 they ran
 // from the L3 (rn50_3x3_14, 256 x 256: 9.4 MB, kernel alone 0.92x the direct kernel, 0.44x

@@ -63,18 +63,20 @@ constexpr Device device_opencl = Device::kOpenCL;
 // The Winograd kernels' problems (kernel_registry.h, generators/winograd.h): 2-D 3x3 with
 // unit strides and dilations (any padding), both activations' channels per group whole slabs
 // (every target's register tiles divide kChannelSlab, and the transforms vectorise both),
-// 36 x C_in x C_out values that stay in cache (the filter gradient's in the L2), and little work on tiles past the edge of
-// the activation they tile (act1: dx for the data gradient, dy for the filter gradient).
+// 36 x C_in x C_out values that stay in cache (the filter gradient's in the L2), and little
+// work on tiles past the edge of the activation they tile (act1: dx for the data gradient,
+// dy for the filter gradient).
 bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1) {
     if (p.spatial_rank != 2) return false;
     for (int a = 0; a < 2; a++) {
         if (p.kernel_size[a] != 3 || p.strides[a] != 1 || p.dilations[a] != 1) return false;
     }
     if (act0.extent[kC] % kChannelSlab != 0 || act1.extent[kC] % kChannelSlab != 0) return false;
-    const int64_t filter_bytes = 36 * p.groups * act0.extent[kC] * act1.extent[kC] * dtype_size(p.dtype);
+    const int64_t filter_bytes = kWinogradProducts * p.groups * act0.extent[kC] * act1.extent[kC] * dtype_size(p.dtype);
     if (filter_bytes > (d == Direction::kBackwardData ? kWinogradMaxFilterBytes : kWinogradMaxFilterSumBytes)) return false;
     const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY];
-    const int64_t tiled = (w + 3) / 4 * 4 * ((h + 3) / 4 * 4);
+    const auto whole_tiles = [](int64_t e) { return (e + kWinogradTile - 1) / kWinogradTile * kWinogradTile; };
+    const int64_t tiled = whole_tiles(w) * whole_tiles(h);
     return tiled <= kWinogradMaxOvercompute * w * h;
 }
 
