@@ -9,6 +9,14 @@
 namespace convgrad::test {
 namespace {
 
+// The table's kernel `name`, or nullptr.
+const KernelEntry *find_kernel(const std::string &name) {
+    for (const KernelEntry &k : kernel_table()) {
+        if (k.name == name) return &k;
+    }
+    return nullptr;
+}
+
 // Runs the data-gradient kernel `name` directly, bypassing the registry, on random dy and w
 // for `p` (dy and dx gapped, c stride 2, or dense), after checking that the registry would
 // not choose it for these views; then the registry's own choice must succeed on them.
@@ -22,15 +30,26 @@ Status run_directly(const ConvProblem &p, bool gapped, const std::string &name) 
     auto vw = make_view(p, TensorRole::kFilter, w.tensor, "w", false);
     auto vdx = make_view(p, TensorRole::kInput, dx.tensor, "dx", true);
     if (!vdy.is_ok() || !vw.is_ok() || !vdx.is_ok()) return Status::internal("test: views");
-    const KernelEntry *kernel = nullptr;
-    for (const KernelEntry &k : kernel_table()) {
-        if (k.name == name) kernel = &k;
-    }
+    const KernelEntry *kernel = find_kernel(name);
     if (kernel == nullptr) return Status::internal("test: no kernel " + name);
     EXPECT_FALSE(kernel->accepts(Direction::kBackwardData, p, vdy.value, vdx.value, Placement{})) << name;
     Status s = run_kernel(*kernel, p, vdy.value, vw.value, vdx.value);
     EXPECT_TRUE(backward_data(p, dy.tensor, w.tensor, dx.tensor).is_ok()) << "the registry's kernel";
     return s;
+}
+
+// Runs the filter-gradient kernel `name` directly, bypassing the registry (after checking
+// that the registry would not choose it), on x and dy into dw (all dense; dw poisoned first).
+Status run_filter_directly(const ConvProblem &p, HostTensor &x, HostTensor &dy, HostTensor &dw, const std::string &name) {
+    dw.poison();
+    const auto vx = make_view(p, TensorRole::kInput, x.tensor, "x", false);
+    const auto vdy = make_view(p, TensorRole::kOutput, dy.tensor, "dy", false);
+    const auto vdw = make_view(p, TensorRole::kFilter, dw.tensor, "dw", true);
+    if (!vx.is_ok() || !vdy.is_ok() || !vdw.is_ok()) return Status::internal("test: views");
+    const KernelEntry *kernel = find_kernel(name);
+    if (kernel == nullptr) return Status::internal("test: no kernel " + name);
+    EXPECT_FALSE(kernel->accepts(Direction::kBackwardWeights, p, vx.value, vdy.value, Placement{})) << name;
+    return run_kernel(*kernel, p, vx.value, vdy.value, vdw.value);
 }
 
 // A 3x3 layer with pads of 1 on a width x height plane: what the refusal tests below run.
@@ -105,6 +124,22 @@ TEST(HalideErrors, WinogradKernelRefusesOtherLayers) {
     expect_refused(five, false, "bwd_data_f32_nxc_wg");
 }
 
+// The Winograd filter gradient (nxc_wg) likewise: given stride 2 (which the registry routes
+// to nxc), it fails with a status that names it instead of computing another layer's taps.
+TEST(HalideErrors, WinogradFilterKernelRefusesStrides) {
+    ConvProblem p = padded_3x3(1, 32, 32, 8, 8);
+    p.strides = {2, 2, 1};
+    p.output_size = {4, 4, 1};
+    ASSERT_TRUE(validate(p).is_ok());
+    HostTensor x(input_shape(p), false), dy(output_shape(p), false), dw(filter_shape(p), false);
+    Rng rng(6);
+    x.fill(random_values(x.tensor.num_elements(), rng));
+    dy.fill(random_values(dy.tensor.num_elements(), rng));
+    const Status s = run_filter_directly(p, x, dy, dw, "bwd_weights_f32_nxc_wg");
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_NE(s.message().find("bwd_weights_f32_nxc_wg"), std::string::npos) << s.message();
+}
+
 // The dy-broadcast kernel (ncx_db) is a whole kernel, not only the registry's pointwise
 // case (the JIT and `convgrad aot` build it for any problem): run directly on a strided,
 // padded 3x3 NCHW problem with fewer dy channels than x ones, which the registry sends to
@@ -127,18 +162,7 @@ TEST(HalideErrors, DyBroadcastKernelOutsideItsRule) {
     Rng rng(5);
     x.fill(random_values(x.tensor.num_elements(), rng));
     dy.fill(random_values(dy.tensor.num_elements(), rng));
-    direct.poison();
-    const auto vx = make_view(p, TensorRole::kInput, x.tensor, "x", false);
-    const auto vdy = make_view(p, TensorRole::kOutput, dy.tensor, "dy", false);
-    const auto vdw = make_view(p, TensorRole::kFilter, direct.tensor, "dw", true);
-    ASSERT_TRUE(vx.is_ok() && vdy.is_ok() && vdw.is_ok());
-    const KernelEntry *kernel = nullptr;
-    for (const KernelEntry &k : kernel_table()) {
-        if (std::string(k.name) == "bwd_weights_f32_ncx_db") kernel = &k;
-    }
-    ASSERT_NE(kernel, nullptr);
-    EXPECT_FALSE(kernel->accepts(Direction::kBackwardWeights, p, vx.value, vdy.value, Placement{}));
-    const Status s = run_kernel(*kernel, p, vx.value, vdy.value, vdw.value);
+    const Status s = run_filter_directly(p, x, dy, direct, "bwd_weights_f32_ncx_db");
     ASSERT_TRUE(s.is_ok()) << s.message();
     ASSERT_TRUE(backward_weights(p, x.tensor, dy.tensor, registry.tensor).is_ok());
     EXPECT_LE(relative_error(direct.values(), registry.values()), 1e-6);
