@@ -274,9 +274,10 @@ private:
         auto &dy = *dy_;
         auto &w = *w_;
         auto &dx = *dx_;
-        if (variant_layout() != Layout::NXC || x_phases == 2 || pixel_vectors || small_groups || channel_slabs ||
-            pointwise || get_target().has_gpu_feature()) {
-            throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc alone");
+        const Layout lay = variant_layout();
+        if ((lay != Layout::NXC && lay != Layout::NCX) || x_phases == 2 || pixel_vectors || small_groups ||
+            channel_slabs || pointwise || get_target().has_gpu_feature()) {
+            throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc or ncx alone");
         }
         constexpr int m = kWinogradTile, alpha = kWinogradInput;
         const Type acc_t = accumulator();
@@ -284,6 +285,7 @@ private:
         const double *bt = &kWinogradBT[0][0], *gm = &kWinogradG[0][0], *at = &kWinogradAT[0][0];
         WinogradDataStages s;
         s.tuned = schedule_params();
+        s.channels_first = lay == Layout::NCX;
         const std::array<AxisParams, 3> ax = axes();
         // The tiles that can be nonzero: dx[i] reads dy from i + pb - 2 on, so past
         // dy's extent + 2 - pb dx is zero (trailing rows that negative pads_end add). Counted
@@ -295,8 +297,20 @@ private:
         s.tiles_y = tiles_along(kY, ax[1]);
         s.images = dy.dim(kN).extent();
         const WinogradTile tile_t = winograd_tile(s.t, s.tiles_x, s.tiles_y, s.images);
-        // dy's 6x6 tile of dx's tile starts at dx's origin + pb - 2 along each axis.
-        const Func dy_in = zero_padded(dy, "dy_in");
+        // dy's 6x6 tile of dx's tile starts at dx's origin + pb - 2 along each axis. The
+        // transforms vectorise dy's channels: NCX's are planes apart, so a block's rows of dy
+        // are first copied channels innermost (dy_rows, in cache; its zero border is the
+        // boundary condition's, read past the copy).
+        Func dy_in;
+        if (s.channels_first) {
+            s.dy_rows = Func("dy_rows");
+            s.dy_rows(s.c, s.x, s.y, s.z, s.g, s.n) = widen(dy(s.c, s.x, s.y, s.z, s.g, s.n));
+            dy_in = BoundaryConditions::constant_exterior(
+                s.dy_rows, Halide::cast(acc_t, 0),
+                {Range(), {0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()}, Range(), Range(), Range()});
+        } else {
+            dy_in = zero_padded(dy, "dy_in");
+        }
         s.v_rows = Func("v_rows");
         s.v_rows(s.co, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, bt, alpha, alpha, [&](int b) {
             return dy_in(s.co, tile_t.x * m + ax[0].pad_begin - 2 + b, tile_t.y * m + ax[1].pad_begin - 2 + s.a, 0, s.g,
@@ -335,16 +349,20 @@ private:
                           s.n * (s.tiles_x * s.tiles_y);
         const Expr value = matrix_rows(s.x % m, at, m, alpha,
                                        [&](int q) { return s.out_rows(s.c, q, s.y % m, tile, s.g); });
-        dx(s.c, s.x, s.y, s.z, s.g, s.n) =
-            narrow(select(s.x < s.tiles_x * m && s.y < s.tiles_y * m, value, Halide::cast(acc_t, 0)));
+        const std::vector<Var> pure = {s.c, s.x, s.y, s.z, s.g, s.n};
+        // NCX: read out channels innermost, then transposed into dx a block at a time.
+        s.dx_tiles = s.channels_first ? Func("dx_tiles") : Func(dx);
+        s.dx_tiles(pure) = narrow(select(s.x < s.tiles_x * m && s.y < s.tiles_y * m, value, Halide::cast(acc_t, 0)));
+        if (s.channels_first) dx(pure) = s.dx_tiles(pure);
         s.dx = dx;
 
-        constrain_winograd_buffers(dy, dx, w);
+        constrain_winograd_buffers(dy, dx, w, lay);
         const FixedProblem fixed = fixed_problem();
         fixed.apply(dy, "dy");
         fixed.apply(w, "w");
         fixed.apply(dx, "dx");
         s.w_co_stride = w.dim(kCo).stride();
+        s.w_kx_stride = w.dim(kKx).stride();
         if (!autoscheduled()) {
             schedule_bwd_data_cpu_winograd(s, get_target());
             get_pipeline().add_custom_lowering_pass(new TransposedRows);

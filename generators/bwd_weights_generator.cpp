@@ -294,7 +294,7 @@ private:
                            "convgrad: the Winograd filter gradient takes unit strides and dilations"));
         s.dw = dw;
 
-        constrain_winograd_buffers(x, dy, dw);
+        constrain_winograd_buffers(x, dy, dw, Layout::NXC);
         const FixedProblem fixed = fixed_problem();
         fixed.apply(x, "x");
         fixed.apply(dy, "dy");

@@ -71,23 +71,27 @@ inline std::function<Expr(const Expr &, const double *, int, int, const std::fun
 }
 
 // Tile t's place, tiles numbered flat over (tile x, tile y, image), so a block of whole tile
-// rows or images is one run of them. (The image is clamped: a block past the batch's end,
-// the schedules' last, reads the last image again instead of reading past the activation.)
+// rows or images is one run of them. (The image is clamped: tiles past the batch's end, in
+// the schedules' last block, take rows past the last image's, zeros.) The tile row is
+// t / tiles_x less the image's rows, not modulo them: Halide's bounds of a modulo are the
+// whole image, so a staged copy of a block's rows (NCX's) copied every row of the image for
+// every block; of the difference they are the block's rows where it lies in one image.
 struct WinogradTile {
     Expr x, y, n;
 };
 inline WinogradTile winograd_tile(const Expr &t, const Expr &tiles_x, const Expr &tiles_y, const Expr &images) {
-    return {t % tiles_x, (t / tiles_x) % tiles_y, min(t / (tiles_x * tiles_y), images - 1)};
+    const Expr n = min(t / (tiles_x * tiles_y), images - 1);
+    return {t % tiles_x, t / tiles_x - n * tiles_y, n};
 }
 
-// The Winograd kernels' buffers: two NXC activations and the filter (or its gradient), 2-D
-// 3x3 (the registry's promise; Halide checks it).
+// The Winograd kernels' buffers: two activations of `layout` (NXC or NCX) and the filter (or
+// its gradient), 2-D 3x3 (the registry's promise; Halide checks it).
 template<typename Act0, typename Act1, typename Filter>
-void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f) {
+void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f, Layout layout) {
     using namespace canonical;
-    constrain_activation_strides(a0, Layout::NXC);
-    constrain_activation_strides(a1, Layout::NXC);
-    constrain_filter_strides(f, Layout::NXC);
+    constrain_activation_strides(a0, layout);
+    constrain_activation_strides(a1, layout);
+    constrain_filter_strides(f, layout);
     a0.dim(kZ).set_bounds(0, 1);
     a1.dim(kZ).set_bounds(0, 1);
     f.dim(kKx).set_bounds(0, 3);
@@ -96,7 +100,9 @@ void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f) {
 }
 
 struct WinogradDataStages {
-    Func dx;      // (c, x, y, z, g, n): Y read out of its tiles
+    Func dx;      // (c, x, y, z, g, n): Y read out of its tiles (NCX: dx_tiles, transposed)
+    Func dx_tiles;  // NCX: Y read out of its tiles, channels innermost (NXC: dx itself)
+    Func dy_rows;   // NCX: dy's rows that a block's tiles read, channels innermost (undefined in NXC)
     Func out_rows;  // (c, nu, jy, t, g): A^T M along y, per tile
     Func m;       // (c, nu, xi, t, g): the 36 matrix products, tiles in flat order
     Func m_acc;   // m's accumulator (register tiles)
@@ -111,6 +117,8 @@ struct WinogradDataStages {
     Expr tiles_x, tiles_y;  // dx's tiles along x and y (those that can be nonzero)
     Expr images;            // the batch
     Expr w_co_stride;       // the filter's output-channel stride (1 in TF's HWIO)
+    Expr w_kx_stride;       // the filter's stride along x (1 in OIHW)
+    bool channels_first = false;  // NCX (ncx_wg): dy and dx transposed through a block's copies
     ScheduleParams tuned;
     // Tiles per block (tiles whose transformed dy and products stay in cache while the
     // products read the whole transformed filter): whole tile rows of one image when an image

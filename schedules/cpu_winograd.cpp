@@ -50,20 +50,34 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
     const Expr whole_images = image_tiles < want;
     const Expr rows = select(whole_images, s.tiles_y, clamp((want + s.tiles_x - 1) / s.tiles_x, 1, s.tiles_y));
     const Expr images = select(whole_images, clamp((want + image_tiles - 1) / image_tiles, 1, max((s.images + 1) / 2, 1)), 1);
-    // dx: 4x4 tiles, unrolled (the output transform's cases), channels vectorised.
-    s.dx.split(s.x, xo, jx, m, TailStrategy::GuardWithIf)
-        .split(s.y, yo, s.jy, m, TailStrategy::GuardWithIf)
+    // dx's tiles: 4x4, unrolled (the output transform's cases), channels vectorised.
+    // NXC: dx itself, in the blocks' loops. NCX: dx_tiles, per block; dx copies it in the
+    // blocks' loops, vectors along x over a loop of channels (rewritten by TransposedRows
+    // into register transposes).
+    s.dx.split(s.y, yo, s.jy, m, TailStrategy::GuardWithIf)
         .split(yo, yb, yr, rows, TailStrategy::GuardWithIf)
-        .split(s.n, nb, ni, images, TailStrategy::GuardWithIf)
-        .split(s.c, c_o, c_i, vec)
-        .reorder(c_i, jx, s.jy, c_o, xo, yr, s.z, ni, yb, nb, s.g)
-        .vectorize(c_i)
-        .unroll(jx)
-        .unroll(s.jy)
-        .parallel(yb)
-        .parallel(nb);
+        .split(s.n, nb, ni, images, TailStrategy::GuardWithIf);
+    if (s.channels_first) {
+        s.dx.split(s.x, xo, jx, vec, TailStrategy::GuardWithIf)
+            .reorder(jx, s.c, xo, s.jy, yr, s.z, ni, yb, nb, s.g)
+            .vectorize(jx);
+        s.dx_tiles.compute_at(s.dx, yb)
+            .split(s.x, xo, jx, m, TailStrategy::GuardWithIf)
+            .split(s.y, yo, s.jy, m, TailStrategy::GuardWithIf)
+            .split(s.c, c_o, c_i, vec)
+            .reorder(c_i, jx, s.jy, c_o, xo, yo, s.z, s.n, s.g);
+        // dy's rows the block reads, channels innermost: vectors of channels over a plain
+        // loop along x (TransposedRows' form).
+        s.dy_rows.compute_at(s.dx, yb).split(s.c, c_o, c_i, vec).reorder(c_i, s.x, c_o, s.y, s.z, s.g, s.n).vectorize(c_i);
+    } else {
+        s.dx.split(s.x, xo, jx, m, TailStrategy::GuardWithIf)
+            .split(s.c, c_o, c_i, vec)
+            .reorder(c_i, jx, s.jy, c_o, xo, yr, s.z, ni, yb, nb, s.g);
+    }
+    s.dx.parallel(yb).parallel(nb);
+    s.dx_tiles.vectorize(c_i).unroll(jx).unroll(s.jy);
     // (Per vector of channels: a constant-size buffer, as transform_per_vector's.)
-    s.out_rows.compute_at(s.dx, c_o).reorder(s.c, s.nu, s.jy).vectorize(s.c, vec).unroll(s.nu).unroll(s.jy);
+    s.out_rows.compute_at(s.dx_tiles, c_o).reorder(s.c, s.nu, s.jy).vectorize(s.c, vec).unroll(s.nu).unroll(s.jy);
 
     // The products: per (nu, xi), register tiles of vectors x tiles over every dy channel.
     s.m.compute_at(s.dx, yb)
@@ -93,6 +107,13 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         .reorder(v_i, s.co, v_o, s.kx, s.ky, s.g)
         .vectorize(v_i)
         .parallel(v_o);
+    // OIHW: each dx channel's taps contiguous, so vectors of dx channels sweep the taps
+    // along x plainly (TransposedRows' form again; rn50_3x3_14's gathers took 10 % of the call).
+    s.w_local.specialize(s.w_kx_stride == 1)
+        .split(s.c, v_o, v_i, vec)
+        .reorder(v_i, s.kx, s.ky, v_o, s.co, s.g)
+        .vectorize(v_i)
+        .parallel(s.co);
     s.w_local.vectorize(s.c, vec).parallel(s.co);
 }
 

@@ -46,29 +46,40 @@ TEST(DtypeContract, LongReductions) {
 
 // The Winograd kernels where dx outgrows dy's reach (pads_end -1: dx's last row and column
 // read no dy and are zeros, and take no part in the filter gradient), in `dtype` (each its
-// own variant; `kernel` without the direction).
-void expect_winograd_past_dy(DType t, const std::string &kernel, double tolerance) {
+// own variant), NHWC/HWIO or NCHW/OIHW (`nxc`); the kernels without the direction.
+void expect_winograd_past_dy(DType t, bool nxc, const std::string &data_kernel, const std::string &filter_kernel,
+                             double tolerance) {
     NdConv c;
     c.rank = 2, c.batch = 2, c.groups = 1, c.cin = 32, c.cout = 64;
     c.in = {12, 13}, c.out = {10, 11}, c.kernel = {3, 3}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {1, 1};
-    const ConvProblem p = to_problem(c, t, true, true);
+    const ConvProblem p = to_problem(c, t, nxc, nxc);
     ASSERT_EQ(p.pads_end[0], -1);
     Rng rng(29);
     const auto w = random_values(num_elements(c.w_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
     const auto x = random_values(num_elements(c.x_shape()), rng);
-    const auto dy_nxc = permute(dy, c.dy_shape(), ncx_to_nxc(2));
-    RunResult r = run_problem(p, Direction::kBackwardData, dy_nxc, permute(w, c.w_shape(), oix_to_xio(2)), false);
+    // The test's tensors are NCX/OIX; NHWC/HWIO permuted.
+    const auto act = [&](const std::vector<double> &v, const std::vector<int64_t> &shape) {
+        return nxc ? permute(v, shape, ncx_to_nxc(2)) : v;
+    };
+    const auto filter = [&](const std::vector<double> &v) { return nxc ? permute(v, c.w_shape(), oix_to_xio(2)) : v; };
+    RunResult r = run_problem(p, Direction::kBackwardData, act(dy, c.dy_shape()), filter(w), false);
     ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-    EXPECT_EQ(r.kernel, "bwd_data_" + kernel);
-    EXPECT_LE(relative_error(r.result, permute(nd_backprop_data(c, w, dy), c.x_shape(), ncx_to_nxc(2))), tolerance);
-    r = run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(2)), dy_nxc, false);
+    EXPECT_EQ(r.kernel, "bwd_data_" + data_kernel);
+    EXPECT_LE(relative_error(r.result, act(nd_backprop_data(c, w, dy), c.x_shape())), tolerance);
+    r = run_problem(p, Direction::kBackwardWeights, act(x, c.x_shape()), act(dy, c.dy_shape()), false);
     ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-    EXPECT_EQ(r.kernel, "bwd_weights_" + kernel);
-    EXPECT_LE(relative_error(r.result, permute(nd_backprop_filter(c, x, dy), c.w_shape(), oix_to_xio(2))), tolerance);
+    EXPECT_EQ(r.kernel, "bwd_weights_" + filter_kernel);
+    EXPECT_LE(relative_error(r.result, filter(nd_backprop_filter(c, x, dy))), tolerance);
 }
 
-TEST(DtypeContract, WinogradPastDyFloat32) { expect_winograd_past_dy(DType::kFloat32, "f32_nxc_wg", 1e-5); }
-TEST(DtypeContract, WinogradPastDyFloat64) { expect_winograd_past_dy(DType::kFloat64, "f64_nxc_wg", 1e-12); }
+TEST(DtypeContract, WinogradPastDyFloat32) {
+    expect_winograd_past_dy(DType::kFloat32, true, "f32_nxc_wg", "f32_nxc_wg", 1e-5);
+    expect_winograd_past_dy(DType::kFloat32, false, "f32_ncx_wg", "f32_ncx", 1e-5);
+}
+TEST(DtypeContract, WinogradPastDyFloat64) {
+    expect_winograd_past_dy(DType::kFloat64, true, "f64_nxc_wg", "f64_nxc_wg", 1e-12);
+    expect_winograd_past_dy(DType::kFloat64, false, "f64_ncx_wg", "f64_ncx", 1e-12);
+}
 
 // int32 wraps on overflow exactly like TF: large products summed past 2^31.
 TEST(DtypeContract, Int32WrapsOnOverflow) {

@@ -106,14 +106,18 @@ TEST(HalideErrors, ChannelSlabKernelRefusesPartialSlabs) {
     expect_refused(padded_3x3(1, kChannelSlab + kChannelSlab / 2, 8, 7, 7), true, "bwd_data_f32_nxc_cs");
 }
 
-// The Winograd kernel (nxc_wg) computes 3x3 layers with unit strides and dilations only:
-// given stride 2, dilation 2 or a 5x5 filter (which the registry routes elsewhere), it fails
-// with a status instead of computing another layer's gradient.
+// The Winograd kernels (nxc_wg, ncx_wg) compute 3x3 layers with unit strides and dilations
+// only: given stride 2 (either layout), dilation 2 or a 5x5 filter (which the registry
+// routes elsewhere), they fail with a status instead of computing another layer's gradient.
 TEST(HalideErrors, WinogradKernelRefusesOtherLayers) {
     ConvProblem strided = padded_3x3(1, 32, 32, 8, 8);
     strided.strides = {2, 2, 1};
     strided.output_size = {4, 4, 1};
     expect_refused(strided, false, "bwd_data_f32_nxc_wg");
+    ConvProblem strided_nchw = strided;
+    strided_nchw.activation_layout = ActivationLayout::kNCX;
+    strided_nchw.filter_layout = FilterLayout::kOIX;
+    expect_refused(strided_nchw, false, "bwd_data_f32_ncx_wg");
     ConvProblem dilated = padded_3x3(1, 32, 32, 8, 8);
     dilated.dilations = {2, 2, 1};
     dilated.pads_begin = dilated.pads_end = {2, 2, 0};

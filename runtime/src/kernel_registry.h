@@ -35,7 +35,7 @@ struct LayoutRequirement {
                                  // per group and as many dy channels
     bool pointwise = false;      // nxc_pw, ncx_px_pw: pointwise data gradients; nxc_pw: dx
                                  // channels per group a multiple of kPointwiseSlab
-    bool winograd = false;       // nxc_wg: 2-D 3x3, unit strides and dilations, both
+    bool winograd = false;       // nxc_wg, ncx_wg: 2-D 3x3, unit strides and dilations, both
                                  // activations' channels per group multiples of kChannelSlab
 };
 
@@ -84,7 +84,7 @@ constexpr int kPointwiseSlab = 64;
 // than ncx's, and rn50_1x1_7 (dy a quarter of x, 49-pixel rows) 0.65x.
 constexpr int kDyBroadcastMinChannels = 32;
 
-// The Winograd kernels (nxc_wg, generators/winograd.h) hold 36 x C_in x C_out values per
+// The Winograd kernels (nxc_wg, ncx_wg, generators/winograd.h) hold 36 x C_in x C_out values per
 // group (the data gradient's transformed filter, which every block of tiles reads; the filter
 // gradient's sums): past this many bytes (rn50's 7x7 layer, 512 x 512 channels: 38 MB, more
 // than the L3) the data gradient's products waited on memory (prototype: 34 ms). And their

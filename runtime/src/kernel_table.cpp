@@ -47,6 +47,7 @@ constexpr LayoutRequirement layout_nxc_sg = {kC, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_cs = {kC, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_pw = {kC, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_px_pw = {kX, false, false, true, false, false, false, false, true};
+constexpr LayoutRequirement layout_ncx_wg = {kX, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
