@@ -303,11 +303,8 @@ private:
         // boundary condition's, read past the copy).
         Func dy_in;
         if (s.channels_first) {
-            s.dy_rows = Func("dy_rows");
-            s.dy_rows(s.c, s.x, s.y, s.z, s.g, s.n) = widen(dy(s.c, s.x, s.y, s.z, s.g, s.n));
-            dy_in = BoundaryConditions::constant_exterior(
-                s.dy_rows, Halide::cast(acc_t, 0),
-                {Range(), {0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()}, Range(), Range(), Range()});
+            s.dy_rows = widened(dy, "dy_rows");
+            dy_in = zero_padded_copy(s.dy_rows, dy);
         } else {
             dy_in = zero_padded(dy, "dy_in");
         }

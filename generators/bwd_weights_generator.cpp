@@ -226,9 +226,10 @@ private:
         auto &x = *x_;
         auto &dy = *dy_;
         auto &dw = *dw_;
-        if (variant_layout() != Layout::NXC || pixel_vectors || flat_planes || dy_broadcasts || small_groups ||
+        const Layout lay = variant_layout();
+        if ((lay != Layout::NXC && lay != Layout::NCX) || pixel_vectors || flat_planes || dy_broadcasts || small_groups ||
             get_target().has_gpu_feature()) {
-            throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc alone");
+            throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc or ncx alone");
         }
         constexpr int m = kWinogradTile, alpha = kWinogradInput;
         const Type acc_t = accumulator();
@@ -245,6 +246,7 @@ private:
         }
         WinogradFilterStages s;
         s.tuned = schedule_params();
+        s.channels_first = lay == Layout::NCX;
         const std::array<AxisParams, 3> ax = axes();
         const Expr tiles_x = (dy.dim(kX).extent() + m - 1) / m, tiles_y = (dy.dim(kY).extent() + m - 1) / m;
         const Expr images = dy.dim(kN).extent();
@@ -252,7 +254,19 @@ private:
         // (Tiles past the last, in the last block, read the last image again; their dy
         // transform is zero.)
         const WinogradTile tile_t = winograd_tile(s.t, tiles_x, tiles_y, images);
-        const Func x_in = zero_padded(x, "x_in"), dy_in = zero_padded(dy, "dy_in");
+        // The transforms vectorise channels: NCX's, planes apart, are first copied channels
+        // innermost, x and dy whole (a block of 32 tiles spans parts of up to three tile
+        // rows, and of two images: per-block copies of their rows would copy much more).
+        Func x_in, dy_in;
+        if (s.channels_first) {
+            s.x_copy = widened(x, "x_copy");
+            s.dy_copy = widened(dy, "dy_copy");
+            x_in = zero_padded_copy(s.x_copy, x);
+            dy_in = zero_padded_copy(s.dy_copy, dy);
+        } else {
+            x_in = zero_padded(x, "x_in");
+            dy_in = zero_padded(dy, "dy_in");
+        }
         // x's 6x6 tile of dy's tile starts at dy's origin - pb along each axis.
         s.vx_rows(s.ci, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, &kWinogradBT[0][0], alpha, alpha, [&](int b) {
             return x_in(s.ci, tile_t.x * m - ax[0].pad_begin + b, tile_t.y * m - ax[1].pad_begin + s.a, 0, s.g, tile_t.n);
@@ -294,12 +308,17 @@ private:
                            "convgrad: the Winograd filter gradient takes unit strides and dilations"));
         s.dw = dw;
 
-        constrain_winograd_buffers(x, dy, dw, Layout::NXC);
+        constrain_winograd_buffers(x, dy, dw, lay);
         const FixedProblem fixed = fixed_problem();
         fixed.apply(x, "x");
         fixed.apply(dy, "dy");
         fixed.apply(dw, "dw");
-        if (!autoscheduled()) schedule_bwd_weights_cpu_winograd(s, get_target());
+        s.ci_extent = x.dim(kC).extent();
+        s.co_extent = dy.dim(kC).extent();
+        if (!autoscheduled()) {
+            schedule_bwd_weights_cpu_winograd(s, get_target());
+            if (s.channels_first) get_pipeline().add_custom_lowering_pass(new TransposedRows);
+        }
     }
 
     GeneratorInput<Buffer<>> *x_ = nullptr;

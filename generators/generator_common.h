@@ -271,6 +271,22 @@ protected:
         return f;
     }
 
+    // An activation in the accumulator type, as is: a Func the schedules stage (copy).
+    Func widened(const GeneratorInput<Buffer<>> &in, const std::string &name) const {
+        Func f(name);
+        Var c, x, y, z, g, n;
+        f(c, x, y, z, g, n) = widen(in(c, x, y, z, g, n));
+        return f;
+    }
+
+    // `copy` (widened(in), staged by the schedules) read as zero_padded reads `in`.
+    Func zero_padded_copy(const Func &copy, const GeneratorInput<Buffer<>> &in) const {
+        using namespace canonical;
+        return BoundaryConditions::constant_exterior(
+            copy, Halide::cast(accumulator(), 0),
+            {Range(), {0, in.dim(kX).extent()}, {0, in.dim(kY).extent()}, {0, in.dim(kZ).extent()}, Range(), Range()});
+    }
+
     // An activation in the accumulator type, for the channels-first pixel-vector variants,
     // which stage whole rows (x contiguous) in cache: zeros, then each row of `in` copied
     // over them, so a staged row has zeros at both ends (the padding, or whole vectors past

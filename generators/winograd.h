@@ -146,6 +146,10 @@ struct WinogradFilterStages {
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     Var nu{"nu"}, xi{"xi"}, a{"a"}, t{"t"}, k{"k"}, b{"b"};
     RDom r_tile, r_block, r_chunk;  // a block's tiles, a chunk's blocks, the chunks
+    // NCX (ncx_wg): x and dy copied whole, channels innermost, before the tiles (undefined in NXC).
+    Func x_copy, dy_copy;
+    Expr ci_extent, co_extent;  // x's and dy's channels per group
+    bool channels_first = false;
     ScheduleParams tuned;
     // Tiles per block (its transformed x and dy stay in cache while the block's products run).
     int block_tiles() const { return tuned.get("wg_tiles", 32); }

@@ -13,6 +13,7 @@
 // whole 56x56 images, 5.8 ms: a block's v and m (2 x 129 KB) and u (590 KB) then stay in L2.
 #include "../generators/bwd_data.h"  // kChannelSlab
 #include "../generators/winograd.h"
+#include "cpu_staging.h"
 
 namespace convgrad::gen {
 namespace {
@@ -68,7 +69,8 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
             .reorder(c_i, jx, s.jy, c_o, xo, yo, s.z, s.n, s.g);
         // dy's rows the block reads, channels innermost: vectors of channels over a plain
         // loop along x (TransposedRows' form).
-        s.dy_rows.compute_at(s.dx, yb).split(s.c, c_o, c_i, vec).reorder(c_i, s.x, c_o, s.y, s.z, s.g, s.n).vectorize(c_i);
+        const std::vector<Var> d = s.dy_rows.args();  // (c, x, y, z, g, n)
+        s.dy_rows.compute_at(s.dx, yb).split(d[0], c_o, c_i, vec).reorder(c_i, d[1], c_o, d[2], d[3], d[4], d[5]).vectorize(c_i);
     } else {
         s.dx.split(s.x, xo, jx, m, TailStrategy::GuardWithIf)
             .split(s.c, c_o, c_i, vec)
@@ -157,6 +159,12 @@ void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &ta
     transform_per_vector(s.wy, s.wy_rows, s.co, s.nu, s.xi, s.a, s.t, vec);
     s.vx.compute_at(s.part, s.r_block);
     s.wy.compute_at(s.part, s.r_block);
+    // NCX: the whole copies, in parallel over rows, each vector of channels sweeping a row
+    // plainly (TransposedRows' form).
+    if (s.channels_first) {
+        stage_vector_dim_innermost(s.x_copy, s.x_copy.args()[0], s.ci_extent, vec, true, nullptr, true);
+        stage_vector_dim_innermost(s.dy_copy, s.dy_copy.args()[0], s.co_extent, vec, true, nullptr, true);
+    }
 }
 
 }  // namespace convgrad::gen

@@ -74,11 +74,11 @@ void expect_winograd_past_dy(DType t, bool nxc, const std::string &data_kernel, 
 
 TEST(DtypeContract, WinogradPastDyFloat32) {
     expect_winograd_past_dy(DType::kFloat32, true, "f32_nxc_wg", "f32_nxc_wg", 1e-5);
-    expect_winograd_past_dy(DType::kFloat32, false, "f32_ncx_wg", "f32_ncx", 1e-5);
+    expect_winograd_past_dy(DType::kFloat32, false, "f32_ncx_wg", "f32_ncx_wg", 1e-5);
 }
 TEST(DtypeContract, WinogradPastDyFloat64) {
     expect_winograd_past_dy(DType::kFloat64, true, "f64_nxc_wg", "f64_nxc_wg", 1e-12);
-    expect_winograd_past_dy(DType::kFloat64, false, "f64_ncx_wg", "f64_ncx", 1e-12);
+    expect_winograd_past_dy(DType::kFloat64, false, "f64_ncx_wg", "f64_ncx_wg", 1e-12);
 }
 
 // int32 wraps on overflow exactly like TF: large products summed past 2^31.

@@ -128,20 +128,25 @@ TEST(HalideErrors, WinogradKernelRefusesOtherLayers) {
     expect_refused(five, false, "bwd_data_f32_nxc_wg");
 }
 
-// The Winograd filter gradient (nxc_wg) likewise: given stride 2 (which the registry routes
-// to nxc), it fails with a status that names it instead of computing another layer's taps.
+// The Winograd filter gradients (nxc_wg, ncx_wg) likewise: given stride 2 (which the
+// registry routes to nxc and ncx), they fail with a status that names them instead of
+// computing another layer's taps.
 TEST(HalideErrors, WinogradFilterKernelRefusesStrides) {
-    ConvProblem p = padded_3x3(1, 32, 32, 8, 8);
-    p.strides = {2, 2, 1};
-    p.output_size = {4, 4, 1};
-    ASSERT_TRUE(validate(p).is_ok());
-    HostTensor x(input_shape(p), false), dy(output_shape(p), false), dw(filter_shape(p), false);
-    Rng rng(6);
-    x.fill(random_values(x.tensor.num_elements(), rng));
-    dy.fill(random_values(dy.tensor.num_elements(), rng));
-    const Status s = run_filter_directly(p, x, dy, dw, "bwd_weights_f32_nxc_wg");
-    EXPECT_EQ(s.code(), StatusCode::kInternal);
-    EXPECT_NE(s.message().find("bwd_weights_f32_nxc_wg"), std::string::npos) << s.message();
+    for (const bool nchw : {false, true}) {
+        ConvProblem p = padded_3x3(1, 32, 32, 8, 8);
+        p.strides = {2, 2, 1};
+        p.output_size = {4, 4, 1};
+        if (nchw) p.activation_layout = ActivationLayout::kNCX, p.filter_layout = FilterLayout::kOIX;
+        ASSERT_TRUE(validate(p).is_ok());
+        HostTensor x(input_shape(p), false), dy(output_shape(p), false), dw(filter_shape(p), false);
+        Rng rng(6);
+        x.fill(random_values(x.tensor.num_elements(), rng));
+        dy.fill(random_values(dy.tensor.num_elements(), rng));
+        const std::string name = nchw ? "bwd_weights_f32_ncx_wg" : "bwd_weights_f32_nxc_wg";
+        const Status s = run_filter_directly(p, x, dy, dw, name);
+        EXPECT_EQ(s.code(), StatusCode::kInternal);
+        EXPECT_NE(s.message().find(name), std::string::npos) << s.message();
+    }
 }
 
 // The dy-broadcast kernel (ncx_db) is a whole kernel, not only the registry's pointwise

@@ -824,7 +824,7 @@ TEST(TfEdge, DepthwiseFlatPlanesRowEndsStayOut) {
 }
 
 // The Winograd kernels (nxc_wg: NHWC 2-D 3x3, unit strides and dilations, both activations'
-// channels per group multiples of 32; the data gradient's ncx_wg the same in NCHW; float64's,
+// channels per group multiples of 32; ncx_wg the same in NCHW; float64's,
 // OIHW filters and negative end pads in DtypeContract.WinogradPastDy*), both gradients:
 // sizes that are not whole 4x4 tiles, VALID (no padding), explicit pads of 2 and 0, 2
 // groups, 96 dx channels over 32 dy ones, 256 each; each in NHWC and NCHW. Their rounding
@@ -850,7 +850,7 @@ TEST(TfEdge, WinogradBothGradients) {
         expect_matches_reference(c, 23);
         const TfConv2D nchw = as_nchw(c);
         ASSERT_NO_FATAL_FAILURE(expect_kernel(nchw, "bwd_data_f32_ncx_wg"));
-        ASSERT_NO_FATAL_FAILURE(expect_kernel(nchw, "bwd_weights_f32_ncx"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(nchw, wide ? "bwd_weights_f32_ncx" : "bwd_weights_f32_ncx_wg"));
         expect_matches_reference(nchw, 23);
     }
     TfConv2D dilated = conv({1, 12, 12, 64}, {3, 3, 64, 64}, "SAME", 1, 1);
