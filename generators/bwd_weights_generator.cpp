@@ -291,6 +291,7 @@ private:
         s.r_tile = RDom(0, tiles_per_block, "r_tile");
         s.r_block = RDom(0, blocks_per_chunk, "r_block");
         s.r_chunk = RDom(0, chunks, "r_chunk");
+        s.chunks = chunks;
         const Expr t = s.b * tiles_per_block + s.r_tile;
         s.block(s.ci, s.co, s.nu, s.xi, s.g, s.b) = Halide::cast(acc_t, 0);
         s.block(s.ci, s.co, s.nu, s.xi, s.g, s.b) += s.vx(s.ci, s.nu, s.xi, t, s.g) * s.wy(s.co, s.nu, s.xi, t, s.g);

@@ -149,6 +149,7 @@ struct WinogradFilterStages {
     // NCX (ncx_wg): x and dy copied whole, channels innermost, before the tiles (undefined in NXC).
     Func x_copy, dy_copy;
     Expr ci_extent, co_extent;  // x's and dy's channels per group
+    Expr chunks;                // r_chunk's extent
     bool channels_first = false;
     ScheduleParams tuned;
     // Tiles per block (its transformed x and dy stay in cache while the block's products run).

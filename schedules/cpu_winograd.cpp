@@ -121,11 +121,16 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
 
 // The filter gradient's (WinogradFilterStages): threads own chunks of blocks of tiles, each
 // adding its blocks' products into its own partial sums (36 x C_in x C_out), and, nested,
-// the products' 6 rows of nu; the chunks' sums are added, then transformed to the taps. Per
-// block, x's and dy's transformed tiles first (in cache), then the products: register tiles of
-// `vectors` vectors of x channels by `cols` dy channels over the block's tiles (per tile
-// `vectors` loads of x's and `cols` broadcasts of dy's for vectors x cols FMAs). Layers with
-// many channels (256 x 256: 9.4 MB of sums) take one chunk, and the rows of nu their threads.
+// the products' 6 rows of nu; then per dy channel the chunks' sums are added and transformed
+// to the taps. Per block, x's and dy's transformed tiles first (in cache), then the
+// products: register tiles of `vectors` vectors of x channels by `cols` dy channels over the
+// block's tiles (per tile `vectors` loads of x's and `cols` broadcasts of dy's for
+// vectors x cols FMAs). Layers with many channels (256 x 256: 9.4 MB of sums) take one
+// chunk, and the rows of nu, the blocks' tiles and the sums' zeros their threads.
+// rn50_3x3_14 (NHWC, kernel alone): 8.4 ms with the chunks' sums added at root (a copy of
+// 9.4 MB, 2 ms), 6.9 ms per dy channel, 5.0 ms with the one chunk's transforms and zeros
+// in parallel (they had run on one thread; with 4 chunks, on rn50_3x3_56, tasks per tile
+// ran 0.85x).
 void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &target) {
     const Type at = s.block.output_types()[0];
     const int vec = target.natural_vector_size(at);
@@ -140,9 +145,9 @@ void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &ta
 
     s.dw.reorder(s.ci, s.kx, s.ky, s.kz, s.co, s.g).vectorize(s.ci, vec).unroll(s.kx).unroll(s.ky).parallel(s.co);
     s.dw_rows.compute_at(s.dw, s.co).reorder(s.ci, s.kx, s.xi).vectorize(s.ci, vec).unroll(s.kx).unroll(s.xi);
-    s.sums.compute_root().vectorize(s.ci, vec).parallel(s.co);
-    s.sums.update().reorder(s.ci, s.r_chunk, s.nu, s.xi, s.co, s.g).vectorize(s.ci, vec).parallel(s.co);
-    s.part.compute_root().vectorize(s.ci, vec).parallel(s.k);
+    s.sums.compute_at(s.dw, s.co).vectorize(s.ci, vec);
+    s.sums.update().reorder(s.ci, s.r_chunk, s.nu, s.xi, s.co, s.g).vectorize(s.ci, vec);
+    s.part.compute_root().vectorize(s.ci, vec).parallel(s.k).parallel(s.xi);
     s.part.update()
         .split(s.ci, ci_o, ci_i, vec * vectors, TailStrategy::RoundUp)
         .split(s.co, co_o, co_i, cols, TailStrategy::RoundUp)
@@ -159,6 +164,8 @@ void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &ta
     transform_per_vector(s.wy, s.wy_rows, s.co, s.nu, s.xi, s.a, s.t, vec);
     s.vx.compute_at(s.part, s.r_block);
     s.wy.compute_at(s.part, s.r_block);
+    s.vx.specialize(s.chunks == 1).parallel(s.t);
+    s.wy.specialize(s.chunks == 1).parallel(s.t);
     // NCX: the whole copies, in parallel over rows, each vector of channels sweeping a row
     // plainly (TransposedRows' form).
     if (s.channels_first) {

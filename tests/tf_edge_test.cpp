@@ -830,8 +830,8 @@ TEST(TfEdge, DepthwiseFlatPlanesRowEndsStayOut) {
 // groups, 96 dx channels over 32 dy ones, 256 each; each in NHWC and NCHW. Their rounding
 // error (the transforms' constants) stays within the direct kernels' 1e-5. Not taken: 40 dy
 // channels, stride 2, dilation 2, 5x5 images (tiles of 8x8: 2.6x the work), a 512 x 512
-// filter (38 MB of transformed filter), and for the filter gradient 256 x 256 (9.4 MB of
-// sums).
+// filter (38 MB of transformed filter), and for the filter gradient 256 x 256 over 4 tiles
+// (9.4 MB of sums, past 128 KB a tile: kernel_registry.h), which 108 tiles take.
 TEST(TfEdge, WinogradBothGradients) {
     TfConv2D explicit_pads = conv({1, 12, 12, 32}, {3, 3, 32, 32}, "EXPLICIT", 1, 1);
     explicit_pads.explicit_paddings = {0, 0, 2, 0, 0, 1, 0, 0};
@@ -844,8 +844,8 @@ TEST(TfEdge, WinogradBothGradients) {
                                          conv({1, 8, 8, 256}, {3, 3, 256, 256}, "SAME", 1, 1)};
     for (const TfConv2D &c : cases) {
         ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_nxc_wg"));
-        // (The filter gradient's sums, 36 x 256 x 256 values, past its 1 MB: nxc.)
-        const bool wide = c.filter[2] * c.filter[3] * 36 * 4 > (1 << 20);
+        // (The filter gradient's sums, 36 x 256 x 256 values over 4 tiles: nxc.)
+        const bool wide = c.filter[3] == 256;
         ASSERT_NO_FATAL_FAILURE(expect_kernel(c, wide ? "bwd_weights_f32_nxc" : "bwd_weights_f32_nxc_wg"));
         expect_matches_reference(c, 23);
         const TfConv2D nchw = as_nchw(c);
@@ -867,6 +867,9 @@ TEST(TfEdge, WinogradBothGradients) {
         const bool nchw = data_kernel.rfind("ncx", 0) == 0;
         expect_kernel(c, nchw ? "bwd_weights_f32_ncx" : "bwd_weights_f32_nxc");
     }
+    const TfConv2D many_tiles = conv({3, 24, 24, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
+    expect_kernel(many_tiles, "bwd_weights_f32_nxc_wg");
+    expect_kernel(as_nchw(many_tiles), "bwd_weights_f32_ncx_wg");
 }
 
 

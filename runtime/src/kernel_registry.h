@@ -95,10 +95,14 @@ constexpr int kDyBroadcastMinChannels = 32;
 constexpr int kWinogradTile = 4;
 constexpr int kWinogradProducts = (kWinogradTile + 2) * (kWinogradTile + 2);
 constexpr int64_t kWinogradMaxFilterBytes = 16 << 20;
-// The filter gradient's sums are read and written per block of tiles: past the L2 they ran
-// from the L3 (rn50_3x3_14, 256 x 256: 9.4 MB, kernel alone 0.92x the direct kernel, 0.44x
-// in the suite; rn50_3x3_56's 590 KB: 2.05x).
-constexpr int64_t kWinogradMaxFilterSumBytes = 1 << 20;
+// The filter gradient's sums (36 x C_in x C_out) are zeroed, added to once per block of
+// tiles and read by the final transform: a cost per sum, against products per sum and tile.
+// It takes layers with at most kWinogradFilterSumBytesPerTile bytes of sums per tile of dy
+// (all images), and at most kWinogradMaxFilterBytes. Kernel alone against the direct
+// kernel (nxc), 256 x 256 channels (9.4 MB): 14x14 images, 128 tiles, 1.8x; 7x7, 32 tiles,
+// 0.88x. 512 x 512 (38 MB): 14x14 1.2x, 7x7 0.44x. 128 x 128 at 28x28 (2.4 MB, 392
+// tiles): 1.43x.
+constexpr int64_t kWinogradFilterSumBytesPerTile = 128 << 10;
 constexpr double kWinogradMaxOvercompute = 1.5;
 
 // Where a call runs: the device, and for CUDA the device's compute capability.

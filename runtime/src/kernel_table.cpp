@@ -64,7 +64,7 @@ constexpr Device device_opencl = Device::kOpenCL;
 // The Winograd kernels' problems (kernel_registry.h, generators/winograd.h): 2-D 3x3 with
 // unit strides and dilations (any padding), both activations' channels per group whole slabs
 // (every target's register tiles divide kChannelSlab, and the transforms vectorise both),
-// 36 x C_in x C_out values that stay in cache (the filter gradient's in the L2), and little
+// 36 x C_in x C_out values that stay in cache (the filter gradient's: few per tile), and little
 // work on tiles past the edge of the activation they tile (act1: dx for the data gradient,
 // dy for the filter gradient).
 bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1) {
@@ -74,10 +74,14 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     }
     if (act0.extent[kC] % kChannelSlab != 0 || act1.extent[kC] % kChannelSlab != 0) return false;
     const int64_t filter_bytes = kWinogradProducts * p.groups * act0.extent[kC] * act1.extent[kC] * dtype_size(p.dtype);
-    if (filter_bytes > (d == Direction::kBackwardData ? kWinogradMaxFilterBytes : kWinogradMaxFilterSumBytes)) return false;
+    if (filter_bytes > kWinogradMaxFilterBytes) return false;
     const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY];
-    const auto whole_tiles = [](int64_t e) { return (e + kWinogradTile - 1) / kWinogradTile * kWinogradTile; };
-    const int64_t tiled = whole_tiles(w) * whole_tiles(h);
+    const auto tiles_along = [](int64_t e) { return (e + kWinogradTile - 1) / kWinogradTile; };
+    if (d == Direction::kBackwardWeights &&
+        filter_bytes > kWinogradFilterSumBytesPerTile * tiles_along(w) * tiles_along(h) * p.batch) {
+        return false;
+    }
+    const int64_t tiled = tiles_along(w) * tiles_along(h) * kWinogradTile * kWinogradTile;
     return tiled <= kWinogradMaxOvercompute * w * h;
 }
 
