@@ -872,6 +872,38 @@ TEST(TfEdge, WinogradBothGradients) {
     expect_kernel(as_nchw(many_tiles), "bwd_weights_f32_ncx_wg");
 }
 
+// Dilated data gradients with unit strides whose dilation phases (execute.cpp: undilated
+// problems over views of every d-th position) take a Winograd kernel run as those phases:
+// dilation 2 with SAME padding (phases of 17 and 16), VALID, explicit uneven pads (one
+// phase too small for whole tiles: the direct kernel, the others Winograd), dilation 3,
+// dilation along one axis, and dy shorter than the dilation along an axis (a phase of dx
+// that reads no dy: zeros). Both layouts' results against the reference; NCHW's phases
+// (rows of every other pixel) have no Winograd kernel and run dilated.
+TEST(TfEdge, DilatedDataGradientPhases) {
+    const auto dilated = [](TfConv2D c, int64_t dh, int64_t dw) {
+        c.dilations = {1, dh, dw, 1};
+        return c;
+    };
+    TfConv2D uneven = conv({1, 21, 19, 32}, {3, 3, 32, 64}, "EXPLICIT", 1, 1);
+    uneven.explicit_paddings = {0, 0, 3, 1, 0, 2, 0, 0};
+    const std::vector<TfConv2D> phased = {dilated(conv({2, 33, 33, 32}, {3, 3, 32, 32}, "SAME", 1, 1), 2, 2),
+                                          dilated(conv({1, 30, 26, 32}, {3, 3, 32, 64}, "VALID", 1, 1), 2, 2),
+                                          dilated(uneven, 2, 2),
+                                          dilated(conv({1, 36, 36, 64}, {3, 3, 64, 32}, "SAME", 1, 1), 3, 3),
+                                          dilated(conv({1, 17, 34, 32}, {3, 3, 32, 32}, "SAME", 1, 1), 1, 2)};
+    for (const TfConv2D &c : phased) {
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_nxc_wg"));
+        expect_matches_reference(c, 31);
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(c), "bwd_data_f32_ncx_cs"));
+        expect_matches_reference(as_nchw(c), 31);
+    }
+    // dy of 2 rows under dilation 3: dx's third phase of rows reads none (zeros).
+    const TfConv2D two_rows = dilated(conv({1, 8, 32, 32}, {3, 3, 32, 32}, "VALID", 1, 1), 3, 1);
+    ASSERT_NO_FATAL_FAILURE(expect_kernel(two_rows, "bwd_data_f32_nxc_wg"));
+    expect_matches_reference(two_rows, 31);
+    // Phases of 6 x 6: tiles of 8 x 8 (1.8x the work), the dilated kernel.
+    expect_kernel(dilated(conv({1, 12, 12, 64}, {3, 3, 64, 64}, "SAME", 1, 1), 2, 2), "bwd_data_f32_nxc_cs");
+}
 
 }  // namespace
 }  // namespace convgrad::test

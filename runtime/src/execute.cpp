@@ -109,7 +109,77 @@ Result<KernelEntry> resolve_kernel(const KernelEntry &k, const ConvProblem &p, c
     return jk;
 }
 
-Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where, Backend backend) {
+// A data gradient with unit strides and dilation d along an axis is d independent ones
+// there: dx's positions of phase p (i = d*i' + p) read dy's of one phase q alone,
+// j = i + pb - k*d = d*(i' + a - k) + q with p + pb = d*a + q, i.e. an undilated
+// convolution of dy's phase q, padded by a before, into dx's phase p. Over views with d
+// times the strides (dilation_phases), each phase is a call to a kernel of dilation 1:
+// where that is a Winograd kernel (3x3), ~4x fewer multiplies than the dilated direct kernel
+// (DeepLab's dl_3x3_d2, NHWC: 25 ms -> see bench/RESULTS.md). Other kernels take the dilated
+// problem whole. (The filter gradient's phases would each give a whole dw, to be added.)
+struct PhaseCall {
+    ConvProblem problem;
+    CallViews views;
+};
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+std::vector<PhaseCall> dilation_phases(const ConvProblem &p, const CallViews &v) {
+    bool dilated = false;
+    for (int a = 0; a < p.spatial_rank; a++) {
+        if (p.strides[a] != 1) return {};
+        dilated = dilated || p.dilations[a] > 1;
+    }
+    if (!dilated) return {};
+    const int64_t bytes = dtype_size(p.dtype);
+    std::vector<PhaseCall> out;
+    int64_t phase[3] = {0, 0, 0};
+    const auto d = [&](int a) { return a < p.spatial_rank ? p.dilations[a] : int64_t{1}; };
+    for (phase[2] = 0; phase[2] < d(2); phase[2]++) {
+        for (phase[1] = 0; phase[1] < d(1); phase[1]++) {
+            for (phase[0] = 0; phase[0] < d(0); phase[0]++) {
+                PhaseCall c{p, v};
+                bool empty = false;
+                for (int a = 0; a < p.spatial_rank; a++) {
+                    const int64_t dil = p.dilations[a], ph = phase[a];
+                    const int dim = canonical::kX + canonical::spatial_index(p.spatial_rank, a);
+                    const int64_t shift = floor_div(ph + p.pads_begin[a], dil), q = ph + p.pads_begin[a] - shift * dil;
+                    const int64_t in = p.input_size[a] > ph ? (p.input_size[a] - ph + dil - 1) / dil : 0;
+                    const int64_t out_size = p.output_size[a] > q ? (p.output_size[a] - q + dil - 1) / dil : 0;
+                    empty = empty || in == 0;
+                    c.problem.input_size[a] = in;
+                    c.problem.output_size[a] = out_size;
+                    c.problem.dilations[a] = 1;
+                    c.problem.pads_begin[a] = shift;
+                    c.problem.pads_end[a] = out_size - in - shift + p.kernel_size[a] - 1;
+                    for (auto [view, first] : {std::pair{&c.views.result, ph}, std::pair{&c.views.a, q}}) {
+                        view->data = static_cast<char *>(view->data) + first * view->stride[dim] * bytes;
+                        view->stride[dim] *= dil;
+                    }
+                    c.views.result.extent[dim] = in;
+                    c.views.a.extent[dim] = out_size;
+                }
+                if (!empty) out.push_back(c);
+            }
+        }
+    }
+    return out;
+}
+
+// The calls a data gradient runs as: its dilation phases where their kernel is a Winograd
+// one, else itself.
+std::vector<PhaseCall> calls_for(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where) {
+    if (d == Direction::kBackwardData && where.device == Device::kCpu) {
+        std::vector<PhaseCall> phases = dilation_phases(p, v);
+        if (!phases.empty()) {
+            const KernelEntry *k = select_entry(d, phases[0].problem, phases[0].views.a, phases[0].views.result, where);
+            if (k != nullptr && k->needs.winograd) return phases;
+        }
+    }
+    return {PhaseCall{p, v}};
+}
+
+Status run_one(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where, Backend backend) {
     if (v.result.num_elements() == 0) return Status::ok();
     if (v.a.num_elements() == 0 || v.b.num_elements() == 0) {
         // An empty sum: zeros, never uninitialised memory.
@@ -126,6 +196,13 @@ Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placemen
                                  backend == Backend::kJit ? JitLookup::kCompile : JitLookup::kCompiled);
     if (!kernel.is_ok()) return kernel.status;
     return run_kernel(kernel.value, p, v.a, v.b, v.result);
+}
+
+Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where, Backend backend) {
+    for (const PhaseCall &c : calls_for(d, p, v, where)) {
+        if (Status s = run_one(d, c.problem, c.views, where, backend); !s) return s;
+    }
+    return Status::ok();
 }
 
 constexpr ArgSpec kDy{TensorRole::kOutput, "dy"};
@@ -224,10 +301,12 @@ Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tenso
                                   const Tensor &result, const RunOptions &options) {
     auto c = prepare(d, p, a, b, result, options);
     if (!c.is_ok()) return c.status;
-    auto k = find_kernel(d, c.value.problem, c.value.views, c.value.where);
+    // (A dilated data gradient run as phases: their first one's kernel.)
+    const PhaseCall first = calls_for(d, c.value.problem, c.value.views, c.value.where)[0];
+    auto k = find_kernel(d, first.problem, first.views, c.value.where);
     if (!k.is_ok()) return k.status;
     // With a JIT: a kernel already loaded is reported as such (selecting never compiles or loads).
-    auto kernel = resolve_kernel(*k.value, c.value.problem, c.value.views, options.backend, JitLookup::kPeek);
+    auto kernel = resolve_kernel(*k.value, first.problem, first.views, options.backend, JitLookup::kPeek);
     return (kernel.is_ok() && kernel.value.jit ? "jit:" : "") + std::string(k.value->name);
 }
 
