@@ -872,14 +872,15 @@ TEST(TfEdge, WinogradBothGradients) {
     expect_kernel(as_nchw(many_tiles), "bwd_weights_f32_ncx_wg");
 }
 
-// Dilated data gradients with unit strides whose dilation phases (execute.cpp: undilated
-// problems over views of every d-th position) take a Winograd kernel run as those phases:
+// Dilated gradients with unit strides whose dilation phases (dilation_phases.cpp: undilated
+// problems over views of every d-th position) take a Winograd kernel run as those phases
+// (the filter gradient's each a whole dw, added):
 // dilation 2 with SAME padding (phases of 17 and 16), VALID, explicit uneven pads (one
 // phase too small for whole tiles: the direct kernel, the others Winograd), dilation 3,
 // dilation along one axis, and dy shorter than the dilation along an axis (a phase of dx
 // that reads no dy: zeros). Both layouts' results against the reference; NCHW's phases
 // (rows of every other pixel) have no Winograd kernel and run dilated.
-TEST(TfEdge, DilatedDataGradientPhases) {
+TEST(TfEdge, DilatedGradientPhases) {
     const auto dilated = [](TfConv2D c, int64_t dh, int64_t dw) {
         c.dilations = {1, dh, dw, 1};
         return c;
@@ -893,11 +894,14 @@ TEST(TfEdge, DilatedDataGradientPhases) {
                                           dilated(conv({1, 17, 34, 32}, {3, 3, 32, 32}, "SAME", 1, 1), 1, 2)};
     for (const TfConv2D &c : phased) {
         ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_nxc_wg"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_weights_f32_nxc_wg"));
         expect_matches_reference(c, 31);
         ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(c), "bwd_data_f32_ncx_cs"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(c), "bwd_weights_f32_ncx"));
         expect_matches_reference(as_nchw(c), 31);
     }
-    // dy of 2 rows under dilation 3: dx's third phase of rows reads none (zeros).
+    // dy of 2 rows under dilation 3: dx's third phase of rows reads none (zeros); the filter
+    // gradient's phases, dy rows of 1, would be tiles of 4 rows: dilated.
     const TfConv2D two_rows = dilated(conv({1, 8, 32, 32}, {3, 3, 32, 32}, "VALID", 1, 1), 3, 1);
     ASSERT_NO_FATAL_FAILURE(expect_kernel(two_rows, "bwd_data_f32_nxc_wg"));
     expect_matches_reference(two_rows, 31);

@@ -1,5 +1,6 @@
 // The public entry points: check options and tensors, handle empty reductions, dispatch.
 #include "convgrad/convgrad.h"
+#include "dilation_phases.h"
 #include "gpu_devices.h"
 #include "halide_bridge.h"
 #include "jit_hook.h"
@@ -17,11 +18,6 @@ Status check_options(const RunOptions &o) {
     }
     return Status::ok();
 }
-
-// The three tensors of one call, as canonical views; `result` is written.
-struct CallViews {
-    CanonicalView a, b, result;
-};
 
 struct ArgSpec {
     TensorRole role;
@@ -109,70 +105,17 @@ Result<KernelEntry> resolve_kernel(const KernelEntry &k, const ConvProblem &p, c
     return jk;
 }
 
-// A data gradient with unit strides and dilation d along an axis is d independent ones
-// there: dx's positions of phase p (i = d*i' + p) read dy's of one phase q alone,
-// j = i + pb - k*d = d*(i' + a - k) + q with p + pb = d*a + q, i.e. an undilated
-// convolution of dy's phase q, padded by a before, into dx's phase p. Over views with d
-// times the strides (dilation_phases), each phase is a call to a kernel of dilation 1:
-// where that is a Winograd kernel (3x3), ~4x fewer multiplies than the dilated direct kernel
-// (DeepLab's dl_3x3_d2, NHWC: 25 ms -> see bench/RESULTS.md). Other kernels take the dilated
-// problem whole. (The filter gradient's phases would each give a whole dw, to be added.)
-struct PhaseCall {
-    ConvProblem problem;
-    CallViews views;
-};
-
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-std::vector<PhaseCall> dilation_phases(const ConvProblem &p, const CallViews &v) {
-    bool dilated = false;
-    for (int a = 0; a < p.spatial_rank; a++) {
-        if (p.strides[a] != 1) return {};
-        dilated = dilated || p.dilations[a] > 1;
-    }
-    if (!dilated) return {};
-    const int64_t bytes = dtype_size(p.dtype);
-    std::vector<PhaseCall> out;
-    int64_t phase[3] = {0, 0, 0};
-    const auto d = [&](int a) { return a < p.spatial_rank ? p.dilations[a] : int64_t{1}; };
-    for (phase[2] = 0; phase[2] < d(2); phase[2]++) {
-        for (phase[1] = 0; phase[1] < d(1); phase[1]++) {
-            for (phase[0] = 0; phase[0] < d(0); phase[0]++) {
-                PhaseCall c{p, v};
-                bool empty = false;
-                for (int a = 0; a < p.spatial_rank; a++) {
-                    const int64_t dil = p.dilations[a], ph = phase[a];
-                    const int dim = canonical::kX + canonical::spatial_index(p.spatial_rank, a);
-                    const int64_t shift = floor_div(ph + p.pads_begin[a], dil), q = ph + p.pads_begin[a] - shift * dil;
-                    const int64_t in = p.input_size[a] > ph ? (p.input_size[a] - ph + dil - 1) / dil : 0;
-                    const int64_t out_size = p.output_size[a] > q ? (p.output_size[a] - q + dil - 1) / dil : 0;
-                    empty = empty || in == 0;
-                    c.problem.input_size[a] = in;
-                    c.problem.output_size[a] = out_size;
-                    c.problem.dilations[a] = 1;
-                    c.problem.pads_begin[a] = shift;
-                    c.problem.pads_end[a] = out_size - in - shift + p.kernel_size[a] - 1;
-                    for (auto [view, first] : {std::pair{&c.views.result, ph}, std::pair{&c.views.a, q}}) {
-                        view->data = static_cast<char *>(view->data) + first * view->stride[dim] * bytes;
-                        view->stride[dim] *= dil;
-                    }
-                    c.views.result.extent[dim] = in;
-                    c.views.a.extent[dim] = out_size;
-                }
-                if (!empty) out.push_back(c);
-            }
-        }
-    }
-    return out;
-}
-
-// The calls a data gradient runs as: its dilation phases where their kernel is a Winograd
-// one, else itself.
+// The calls a gradient runs as: its dilation phases (dilation_phases.h) where the first one's
+// kernel is a Winograd one (the filter gradient's in the float types add_into adds), else
+// itself.
 std::vector<PhaseCall> calls_for(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where) {
-    if (d == Direction::kBackwardData && where.device == Device::kCpu) {
-        std::vector<PhaseCall> phases = dilation_phases(p, v);
+    const bool addable = p.dtype == DType::kFloat32 || p.dtype == DType::kFloat64;
+    if (where.device == Device::kCpu && (d == Direction::kBackwardData || addable)) {
+        std::vector<PhaseCall> phases = dilation_phases(d, p, v);
         if (!phases.empty()) {
-            const KernelEntry *k = select_entry(d, phases[0].problem, phases[0].views.a, phases[0].views.result, where);
+            const PhaseCall &first = phases[0];
+            const CanonicalView &act1 = d == Direction::kBackwardData ? first.views.result : first.views.b;
+            const KernelEntry *k = select_entry(d, first.problem, first.views.a, act1, where);
             if (k != nullptr && k->needs.winograd) return phases;
         }
     }
@@ -199,9 +142,22 @@ Status run_one(Direction d, const ConvProblem &p, const CallViews &v, const Plac
 }
 
 Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where, Backend backend) {
-    for (const PhaseCall &c : calls_for(d, p, v, where)) {
+    std::vector<PhaseCall> calls = calls_for(d, p, v, where);
+    // A filter gradient's phases each give a whole dw: the first writes it, the others
+    // their own compact copies, added to it.
+    const bool summed = d == Direction::kBackwardWeights && calls.size() > 1;
+    std::vector<std::vector<unsigned char>> storage;
+    std::vector<CanonicalView> parts;
+    for (size_t i = 0; i < calls.size(); i++) {
+        PhaseCall &c = calls[i];
+        if (summed && i > 0) {
+            storage.emplace_back(c.views.result.num_elements() * dtype_size(p.dtype));
+            c.views.result = like_compact(c.views.result, storage.back().data());
+            parts.push_back(c.views.result);
+        }
         if (Status s = run_one(d, c.problem, c.views, where, backend); !s) return s;
     }
+    add_into(v.result, parts);
     return Status::ok();
 }
 
