@@ -360,6 +360,8 @@ private:
         fixed.apply(dx, "dx");
         s.w_co_stride = w.dim(kCo).stride();
         s.w_kx_stride = w.dim(kKx).stride();
+        s.dy_x_stride = dy.dim(kX).stride();
+        s.dx_x_stride = dx.dim(kX).stride();
         if (!autoscheduled()) {
             schedule_bwd_data_cpu_winograd(s, get_target());
             get_pipeline().add_custom_lowering_pass(new TransposedRows);

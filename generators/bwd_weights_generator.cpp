@@ -316,6 +316,8 @@ private:
         fixed.apply(dw, "dw");
         s.ci_extent = x.dim(kC).extent();
         s.co_extent = dy.dim(kC).extent();
+        s.x_x_stride = x.dim(kX).stride();
+        s.dy_x_stride = dy.dim(kX).stride();
         if (!autoscheduled()) {
             schedule_bwd_weights_cpu_winograd(s, get_target());
             if (s.channels_first) get_pipeline().add_custom_lowering_pass(new TransposedRows);

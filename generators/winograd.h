@@ -92,6 +92,12 @@ void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f, Layout layout) {
     constrain_activation_strides(a0, layout);
     constrain_activation_strides(a1, layout);
     constrain_filter_strides(f, layout);
+    // NCX: any pixel stride (the kernels copy the activations channels innermost, through
+    // TransposedRows where it is 1): the runtime's dilation phases (every other pixel) too.
+    if (layout == Layout::NCX) {
+        a0.dim(kX).set_stride(Expr());
+        a1.dim(kX).set_stride(Expr());
+    }
     a0.dim(kZ).set_bounds(0, 1);
     a1.dim(kZ).set_bounds(0, 1);
     f.dim(kKx).set_bounds(0, 3);
@@ -118,6 +124,7 @@ struct WinogradDataStages {
     Expr images;            // the batch
     Expr w_co_stride;       // the filter's output-channel stride (1 in TF's HWIO)
     Expr w_kx_stride;       // the filter's stride along x (1 in OIHW)
+    Expr dy_x_stride, dx_x_stride;  // NCX: the pixel strides (1 but in the runtime's dilation phases)
     bool channels_first = false;  // NCX (ncx_wg): dy and dx transposed through a block's copies
     ScheduleParams tuned;
     // Tiles per block (tiles whose transformed dy and products stay in cache while the
@@ -149,6 +156,7 @@ struct WinogradFilterStages {
     // NCX (ncx_wg): x and dy copied whole, channels innermost, before the tiles (undefined in NXC).
     Func x_copy, dy_copy;
     Expr ci_extent, co_extent;  // x's and dy's channels per group
+    Expr x_x_stride, dy_x_stride;  // NCX: the pixel strides (1 but in the runtime's dilation phases)
     Expr chunks;                // r_chunk's extent
     bool channels_first = false;
     ScheduleParams tuned;

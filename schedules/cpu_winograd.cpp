@@ -71,12 +71,16 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         // loop along x (TransposedRows' form).
         const std::vector<Var> d = s.dy_rows.args();  // (c, x, y, z, g, n)
         s.dy_rows.compute_at(s.dx, yb).split(d[0], c_o, c_i, vec).reorder(c_i, d[1], c_o, d[2], d[3], d[4], d[5]).vectorize(c_i);
+        // (Contiguous pixels: the form above. Else, the dilation phases' every other pixel,
+        // gathers and scatters.)
+        s.dy_rows.specialize(s.dy_x_stride == 1);
     } else {
         s.dx.split(s.x, xo, jx, m, TailStrategy::GuardWithIf)
             .split(s.c, c_o, c_i, vec)
             .reorder(c_i, jx, s.jy, c_o, xo, yr, s.z, ni, yb, nb, s.g);
     }
     s.dx.parallel(yb).parallel(nb);
+    if (s.channels_first) s.dx.specialize(s.dx_x_stride == 1);
     s.dx_tiles.vectorize(c_i).unroll(jx).unroll(s.jy);
     // (Per vector of channels: a constant-size buffer, as transform_per_vector's.)
     s.out_rows.compute_at(s.dx_tiles, c_o).reorder(s.c, s.nu, s.jy).vectorize(s.c, vec).unroll(s.nu).unroll(s.jy);
@@ -171,6 +175,9 @@ void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &ta
     if (s.channels_first) {
         stage_vector_dim_innermost(s.x_copy, s.x_copy.args()[0], s.ci_extent, vec, true, nullptr, true);
         stage_vector_dim_innermost(s.dy_copy, s.dy_copy.args()[0], s.co_extent, vec, true, nullptr, true);
+        // (Contiguous pixels: that form. Else, the dilation phases' every other pixel, gathers.)
+        s.x_copy.specialize(s.x_x_stride == 1);
+        s.dy_copy.specialize(s.dy_x_stride == 1);
     }
 }
 

@@ -879,7 +879,8 @@ TEST(TfEdge, WinogradBothGradients) {
 // phase too small for whole tiles: the direct kernel, the others Winograd), dilation 3,
 // dilation along one axis, and dy shorter than the dilation along an axis (a phase of dx
 // that reads no dy: zeros). Both layouts' results against the reference; NCHW's phases
-// (rows of every other pixel) have no Winograd kernel and run dilated.
+// (rows of every other pixel) take ncx_wg for the data gradient, while the filter
+// gradient's, whose copies would gather, run dilated.
 TEST(TfEdge, DilatedGradientPhases) {
     const auto dilated = [](TfConv2D c, int64_t dh, int64_t dw) {
         c.dilations = {1, dh, dw, 1};
@@ -896,7 +897,7 @@ TEST(TfEdge, DilatedGradientPhases) {
         ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_nxc_wg"));
         ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_weights_f32_nxc_wg"));
         expect_matches_reference(c, 31);
-        ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(c), "bwd_data_f32_ncx_cs"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(c), "bwd_data_f32_ncx_wg"));
         ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(c), "bwd_weights_f32_ncx"));
         expect_matches_reference(as_nchw(c), 31);
     }

@@ -47,7 +47,8 @@ constexpr LayoutRequirement layout_nxc_sg = {kC, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_cs = {kC, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_pw = {kC, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_px_pw = {kX, false, false, true, false, false, false, false, true};
-constexpr LayoutRequirement layout_ncx_wg = {kX, false, false, false, false, false, false, false, false, true};
+// (Any pixel stride: the dilation phases of NCX views take every other pixel.)
+constexpr LayoutRequirement layout_ncx_wg = {kNone, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
@@ -73,6 +74,10 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
         if (p.kernel_size[a] != 3 || p.strides[a] != 1 || p.dilations[a] != 1) return false;
     }
     if (act0.extent[kC] % kChannelSlab != 0 || act1.extent[kC] % kChannelSlab != 0) return false;
+    // The filter gradient's channels-first copies gather where pixels are not contiguous
+    // (dilation phases: NCHW dl_3x3_d2 ran 14x slower): NXC, or NCX with contiguous pixels.
+    const auto dense = [](const CanonicalView &v) { return v.stride[kC] == 1 || v.stride[kX] == 1; };
+    if (d == Direction::kBackwardWeights && !(dense(act0) && dense(act1))) return false;
     const int64_t filter_bytes = kWinogradProducts * p.groups * act0.extent[kC] * act1.extent[kC] * dtype_size(p.dtype);
     if (filter_bytes > kWinogradMaxFilterBytes) return false;
     const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY];
