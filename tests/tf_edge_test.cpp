@@ -875,10 +875,10 @@ TEST(TfEdge, WinogradBothGradients) {
 // Dilated gradients with unit strides whose dilation phases (dilation_phases.cpp: undilated
 // problems over views of every d-th position) take a Winograd kernel run as those phases
 // (the filter gradient's each a whole dw, added):
-// dilation 2 with SAME padding (phases of 17 and 16), VALID, explicit uneven pads (one
-// phase too small for whole tiles: the direct kernel, the others Winograd), dilation 3,
-// dilation along one axis, and dy shorter than the dilation along an axis (a phase of dx
-// that reads no dy: zeros). Both layouts' results against the reference; NCHW's phases
+// dilation 2 with SAME padding (phases of 17 and 16), VALID, explicit uneven pads, dilation
+// 3, dilation along one axis, and dy shorter than the dilation along an axis (a phase of dx
+// that reads no dy: zeros); a phase too small for whole tiles (a direct kernel for it in
+// NHWC; in NCHW the whole call dilated). Both layouts' results against the reference; NCHW's phases
 // (rows of every other pixel) take ncx_wg for the data gradient, while the filter
 // gradient's, whose copies would gather, run dilated.
 TEST(TfEdge, DilatedGradientPhases) {
@@ -886,7 +886,7 @@ TEST(TfEdge, DilatedGradientPhases) {
         c.dilations = {1, dh, dw, 1};
         return c;
     };
-    TfConv2D uneven = conv({1, 21, 19, 32}, {3, 3, 32, 64}, "EXPLICIT", 1, 1);
+    TfConv2D uneven = conv({1, 37, 35, 32}, {3, 3, 32, 64}, "EXPLICIT", 1, 1);
     uneven.explicit_paddings = {0, 0, 3, 1, 0, 2, 0, 0};
     const std::vector<TfConv2D> phased = {dilated(conv({2, 33, 33, 32}, {3, 3, 32, 32}, "SAME", 1, 1), 2, 2),
                                           dilated(conv({1, 30, 26, 32}, {3, 3, 32, 64}, "VALID", 1, 1), 2, 2),
@@ -906,6 +906,15 @@ TEST(TfEdge, DilatedGradientPhases) {
     const TfConv2D two_rows = dilated(conv({1, 8, 32, 32}, {3, 3, 32, 32}, "VALID", 1, 1), 3, 1);
     ASSERT_NO_FATAL_FAILURE(expect_kernel(two_rows, "bwd_data_f32_nxc_wg"));
     expect_matches_reference(two_rows, 31);
+    // The same pads on 21 x 19: one phase's tiles would cover 1.6x its dx. In NHWC that phase
+    // takes nxc_cs over its views (the first phase, the kernel reported, is Winograd); in
+    // NCHW it would take the scalar `any`, so the whole call runs dilated.
+    TfConv2D mixed = dilated(uneven, 2, 2);
+    mixed.input = {1, 21, 19, 32};
+    ASSERT_NO_FATAL_FAILURE(expect_kernel(mixed, "bwd_data_f32_nxc_wg"));
+    expect_matches_reference(mixed, 31);
+    ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(mixed), "bwd_data_f32_ncx_cs"));
+    expect_matches_reference(as_nchw(mixed), 31);
     // Phases of 6 x 6: tiles of 8 x 8 (1.8x the work), the dilated kernel.
     expect_kernel(dilated(conv({1, 12, 12, 64}, {3, 3, 64, 64}, "SAME", 1, 1), 2, 2), "bwd_data_f32_nxc_cs");
 }

@@ -1,9 +1,13 @@
 // The public entry points: check options and tensors, handle empty reductions, dispatch.
+#include <memory>
+#include <string>
+
 #include "convgrad/convgrad.h"
 #include "dilation_phases.h"
 #include "gpu_devices.h"
 #include "halide_bridge.h"
 #include "jit_hook.h"
+#include "kernel_memory.h"
 #include "kernel_registry.h"
 
 namespace convgrad {
@@ -105,21 +109,26 @@ Result<KernelEntry> resolve_kernel(const KernelEntry &k, const ConvProblem &p, c
     return jk;
 }
 
-// The calls a gradient runs as: its dilation phases (dilation_phases.h) where the first one's
-// kernel is a Winograd one (the filter gradient's in the float types add_into adds), else
-// itself.
+// The calls a gradient runs as: its dilation phases (dilation_phases.h) where one's kernel
+// is a Winograd one and none falls to the scalar `any` (the filter gradient's in the float
+// types add_into adds), else itself. (A phase too small for whole tiles takes a direct
+// kernel over views of every d-th pixel: NHWC's, with channels contiguous, run as fast as
+// over the whole tensor (dl_3x3_d2's filter gradient: phases of 16x16 have too few tiles
+// for the Winograd sums, and all four phases ran 19.7 ms, the dilated call 24.7 ms); the
+// channels-first ones need contiguous pixels, so NCHW's would run `any`.)
 std::vector<PhaseCall> calls_for(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where) {
     const bool addable = p.dtype == DType::kFloat32 || p.dtype == DType::kFloat64;
-    if (where.device == Device::kCpu && (d == Direction::kBackwardData || addable)) {
-        std::vector<PhaseCall> phases = dilation_phases(d, p, v);
-        if (!phases.empty()) {
-            const PhaseCall &first = phases[0];
-            const CanonicalView &act1 = d == Direction::kBackwardData ? first.views.result : first.views.b;
-            const KernelEntry *k = select_entry(d, first.problem, first.views.a, act1, where);
-            if (k != nullptr && k->needs.winograd) return phases;
-        }
+    if (where.device != Device::kCpu || (d == Direction::kBackwardWeights && !addable)) return {PhaseCall{p, v}};
+    std::vector<PhaseCall> phases = dilation_phases(d, p, v);
+    bool winograd = false;
+    for (const PhaseCall &c : phases) {
+        if (c.views.a.num_elements() == 0 || c.views.b.num_elements() == 0) continue;  // zeros (run_one)
+        const CanonicalView &act1 = d == Direction::kBackwardData ? c.views.result : c.views.b;
+        const KernelEntry *k = select_entry(d, c.problem, c.views.a, act1, where);
+        if (k == nullptr || std::string(k->layout) == "any") return {PhaseCall{p, v}};
+        winograd = winograd || k->needs.winograd;
     }
-    return {PhaseCall{p, v}};
+    return winograd ? phases : std::vector<PhaseCall>{PhaseCall{p, v}};
 }
 
 Status run_one(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where, Backend backend) {
@@ -144,15 +153,18 @@ Status run_one(Direction d, const ConvProblem &p, const CallViews &v, const Plac
 Status run(Direction d, const ConvProblem &p, const CallViews &v, const Placement &where, Backend backend) {
     std::vector<PhaseCall> calls = calls_for(d, p, v, where);
     // A filter gradient's phases each give a whole dw: the first writes it, the others
-    // their own compact copies, added to it.
+    // their own compact copies, added to it. (From the kernels' allocator, which keeps a
+    // thread's last large blocks: fresh ones page-faulted in on every call.)
     const bool summed = d == Direction::kBackwardWeights && calls.size() > 1;
-    std::vector<std::vector<unsigned char>> storage;
+    const auto release = [](void *ptr) { kernel_free(nullptr, ptr); };
+    std::vector<std::unique_ptr<void, decltype(release)>> storage;
     std::vector<CanonicalView> parts;
     for (size_t i = 0; i < calls.size(); i++) {
         PhaseCall &c = calls[i];
         if (summed && i > 0) {
-            storage.emplace_back(c.views.result.num_elements() * dtype_size(p.dtype));
-            c.views.result = like_compact(c.views.result, storage.back().data());
+            storage.emplace_back(kernel_malloc(nullptr, c.views.result.num_elements() * dtype_size(p.dtype)), release);
+            if (storage.back() == nullptr) return Status::internal("out of memory for a dilation phase's filter gradient");
+            c.views.result = like_compact(c.views.result, storage.back().get());
             parts.push_back(c.views.result);
         }
         if (Status s = run_one(d, c.problem, c.views, where, backend); !s) return s;
@@ -257,7 +269,7 @@ Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tenso
                                   const Tensor &result, const RunOptions &options) {
     auto c = prepare(d, p, a, b, result, options);
     if (!c.is_ok()) return c.status;
-    // (A dilated data gradient run as phases: their first one's kernel.)
+    // (A dilated gradient run as phases: their first one's kernel.)
     const PhaseCall first = calls_for(d, c.value.problem, c.value.views, c.value.where)[0];
     auto k = find_kernel(d, first.problem, first.views, c.value.where);
     if (!k.is_ok()) return k.status;
