@@ -309,43 +309,47 @@ private:
             dy_in = zero_padded(dy, "dy_in");
         }
         s.v_rows = Func("v_rows");
-        s.v_rows(s.co, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, bt, alpha, alpha, [&](int b) {
-            return dy_in(s.co, tile_t.x * m + ax[0].pad_begin - 2 + b, tile_t.y * m + ax[1].pad_begin - 2 + s.a, 0, s.g,
+        s.v_rows(s.co, s.a, s.nu, s.t, s.z, s.g) = matrix_rows(s.nu, bt, alpha, alpha, [&](int b) {
+            return dy_in(s.co, tile_t.x * m + ax[0].pad_begin - 2 + b, tile_t.y * m + ax[1].pad_begin - 2 + s.a, s.z, s.g,
                          tile_t.n);
         });
         s.v = Func("v");
-        s.v(s.co, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, bt, alpha, alpha,
-                                                      [&](int b) { return s.v_rows(s.co, b, s.nu, s.t, s.g); });
+        s.v(s.co, s.nu, s.xi, s.t, s.z, s.g) = matrix_rows(
+            s.xi, bt, alpha, alpha, [&](int b) { return s.v_rows(s.co, b, s.nu, s.t, s.z, s.g); });
         // The filter staged with dx's channels innermost, as the transforms vectorise it (in
         // HWIO its output channels are: read in place, every vector was a gather, and the
         // filter transform took 25 % of rn50_3x3_14's call).
         s.w_local = Func("w_local");
-        s.w_local(s.c, s.co, s.kx, s.ky, s.g) = widen(w(s.c, s.co, s.kx, s.ky, 0, s.g));
+        s.w_local(s.c, s.co, s.kx, s.ky, s.kz, s.g) = widen(w(s.c, s.co, s.kx, s.ky, s.kz, s.g));
         // The turned filter's transform, of w[2 - kx, 2 - ky].
         s.u_rows = Func("u_rows");
         // (Unit strides and dilations are the registry's promise: checked here, once per call's
         // filter transform, so a kernel called on another problem fails cleanly.)
         const Expr unit = unit_stride() && unit_dilation();
-        s.u_rows(s.c, s.co, s.nu, s.ky, s.g) =
-            require(unit, matrix_rows(s.nu, gm, alpha, 3, [&](int k) { return s.w_local(s.c, s.co, 2 - k, s.ky, s.g); }),
-                    "convgrad: the Winograd data gradient takes unit strides and dilations");
+        s.u_rows(s.c, s.co, s.nu, s.ky, s.kz, s.g) = require(
+            unit, matrix_rows(s.nu, gm, alpha, 3, [&](int k) { return s.w_local(s.c, s.co, 2 - k, s.ky, s.kz, s.g); }),
+            "convgrad: the Winograd data gradient takes unit strides and dilations");
         s.u = Func("u");
-        s.u(s.c, s.co, s.nu, s.xi, s.g) = matrix_rows(s.xi, gm, alpha, 3,
-                                                      [&](int k) { return s.u_rows(s.c, s.co, s.nu, 2 - k, s.g); });
-        s.r = RDom(0, dy.dim(kC).extent(), "r");
+        s.u(s.c, s.co, s.nu, s.xi, s.kz, s.g) = matrix_rows(
+            s.xi, gm, alpha, 3, [&](int k) { return s.u_rows(s.c, s.co, s.nu, 2 - k, s.kz, s.g); });
+        // The products reduce over dy's channels and the depth taps: along depth the
+        // gradient is direct, dx[z] = sum over kz of dy[z + pz - kz] * w[kz] (dy zero outside,
+        // so the transformed slices past its ends are zeros).
+        s.r = RDom(0, dy.dim(kC).extent(), 0, w.dim(kKz).extent(), "r");
         s.m_acc = Func("m_acc");
-        s.m_acc(s.c, s.nu, s.xi, s.t, s.g) = Halide::cast(acc_t, 0);
-        s.m_acc(s.c, s.nu, s.xi, s.t, s.g) += s.u(s.c, s.r, s.nu, s.xi, s.g) * s.v(s.r, s.nu, s.xi, s.t, s.g);
+        s.m_acc(s.c, s.nu, s.xi, s.t, s.z, s.g) = Halide::cast(acc_t, 0);
+        s.m_acc(s.c, s.nu, s.xi, s.t, s.z, s.g) +=
+            s.u(s.c, s.r.x, s.nu, s.xi, s.r.y, s.g) * s.v(s.r.x, s.nu, s.xi, s.t, s.z + ax[2].pad_begin - s.r.y, s.g);
         s.m = Func("m");
-        s.m(s.c, s.nu, s.xi, s.t, s.g) = s.m_acc(s.c, s.nu, s.xi, s.t, s.g);
+        s.m(s.c, s.nu, s.xi, s.t, s.z, s.g) = s.m_acc(s.c, s.nu, s.xi, s.t, s.z, s.g);
         s.out_rows = Func("out_rows");
-        s.out_rows(s.c, s.nu, s.jy, s.t, s.g) = matrix_rows(s.jy, at, m, alpha,
-                                                            [&](int q) { return s.m(s.c, s.nu, q, s.t, s.g); });
+        s.out_rows(s.c, s.nu, s.jy, s.t, s.z, s.g) = matrix_rows(
+            s.jy, at, m, alpha, [&](int q) { return s.m(s.c, s.nu, q, s.t, s.z, s.g); });
         // (Tiles past the nonzero ones read the last one's, selected away.)
         const Expr tile = min(s.y / m, s.tiles_y - 1) * s.tiles_x + min(s.x / m, s.tiles_x - 1) +
                           s.n * (s.tiles_x * s.tiles_y);
         const Expr value = matrix_rows(s.x % m, at, m, alpha,
-                                       [&](int q) { return s.out_rows(s.c, q, s.y % m, tile, s.g); });
+                                       [&](int q) { return s.out_rows(s.c, q, s.y % m, tile, s.z, s.g); });
         const std::vector<Var> pure = {s.c, s.x, s.y, s.z, s.g, s.n};
         // NCX: read out channels innermost, then transposed into dx a block at a time.
         s.dx_tiles = s.channels_first ? Func("dx_tiles") : Func(dx);
@@ -353,13 +357,14 @@ private:
         if (s.channels_first) dx(pure) = s.dx_tiles(pure);
         s.dx = dx;
 
-        constrain_winograd_buffers(dy, dx, w, lay);
+        constrain_winograd_buffers(dy, dx, w, lay, true);
         const FixedProblem fixed = fixed_problem();
         fixed.apply(dy, "dy");
         fixed.apply(w, "w");
         fixed.apply(dx, "dx");
         s.w_co_stride = w.dim(kCo).stride();
         s.w_kx_stride = w.dim(kKx).stride();
+        s.kz_extent = w.dim(kKz).extent();
         s.dy_x_stride = dy.dim(kX).stride();
         s.dx_x_stride = dx.dim(kX).stride();
         if (!autoscheduled()) {

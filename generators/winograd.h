@@ -86,8 +86,10 @@ inline WinogradTile winograd_tile(const Expr &t, const Expr &tiles_x, const Expr
 
 // The Winograd kernels' buffers: two activations of `layout` (NXC or NCX) and the filter (or
 // its gradient), 2-D 3x3 (the registry's promise; Halide checks it).
+// `depth`: the data gradient's depth axis (3-D layers: each depth tap a 2-D Winograd
+// product of one slice of dy, run directly; the filter gradient takes 2-D layers only).
 template<typename Act0, typename Act1, typename Filter>
-void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f, Layout layout) {
+void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f, Layout layout, bool depth = false) {
     using namespace canonical;
     constrain_activation_strides(a0, layout);
     constrain_activation_strides(a1, layout);
@@ -98,30 +100,34 @@ void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f, Layout layout) {
         a0.dim(kX).set_stride(Expr());
         a1.dim(kX).set_stride(Expr());
     }
-    a0.dim(kZ).set_bounds(0, 1);
-    a1.dim(kZ).set_bounds(0, 1);
+    if (!depth) {
+        a0.dim(kZ).set_bounds(0, 1);
+        a1.dim(kZ).set_bounds(0, 1);
+        f.dim(kKz).set_bounds(0, 1);
+    }
     f.dim(kKx).set_bounds(0, 3);
     f.dim(kKy).set_bounds(0, 3);
-    f.dim(kKz).set_bounds(0, 1);
 }
 
 struct WinogradDataStages {
+    // Tiles t are flat over (tile x, tile y, image); z is the depth slice (1 in 2-D layers).
     Func dx;      // (c, x, y, z, g, n): Y read out of its tiles (NCX: dx_tiles, transposed)
     Func dx_tiles;  // NCX: Y read out of its tiles, channels innermost (NXC: dx itself)
     Func dy_rows;   // NCX: dy's rows that a block's tiles read, channels innermost (undefined in NXC)
-    Func out_rows;  // (c, nu, jy, t, g): A^T M along y, per tile
-    Func m;       // (c, nu, xi, t, g): the 36 matrix products, tiles in flat order
+    Func out_rows;  // (c, nu, jy, t, z, g): A^T M along y, per tile
+    Func m;       // (c, nu, xi, t, z, g): the 36 matrix products, tiles in flat order
     Func m_acc;   // m's accumulator (register tiles)
-    Func v;       // (co, nu, xi, t, g): dy's transformed tiles
-    Func v_rows;  // (co, a, nu, t, g): B^T d along x, per row a of the tile
-    Func u;       // (c, co, nu, xi, g): the transformed filter
-    Func u_rows;  // (c, co, nu, ky, g): G g along x
-    Func w_local;  // (c, co, kx, ky, g): the filter, dx channels innermost
+    Func v;       // (co, nu, xi, t, z, g): dy's transformed tiles (z: dy's slice)
+    Func v_rows;  // (co, a, nu, t, z, g): B^T d along x, per row a of the tile
+    Func u;       // (c, co, nu, xi, kz, g): the transformed filter
+    Func u_rows;  // (c, co, nu, ky, kz, g): G g along x
+    Func w_local;  // (c, co, kx, ky, kz, g): the filter, dx channels innermost
     Var c{"c"}, co{"co"}, x{"x"}, y{"y"}, z{"z"}, g{"g"}, n{"n"};
-    Var nu{"nu"}, xi{"xi"}, a{"a"}, t{"t"}, jy{"jy"}, kx{"kx"}, ky{"ky"};
-    RDom r;       // dy channels (m's reduction)
+    Var nu{"nu"}, xi{"xi"}, a{"a"}, t{"t"}, jy{"jy"}, kx{"kx"}, ky{"ky"}, kz{"kz"};
+    RDom r;       // (dy channels, depth taps): m's reduction
     Expr tiles_x, tiles_y;  // dx's tiles along x and y (those that can be nonzero)
     Expr images;            // the batch
+    Expr kz_extent;         // the depth taps (1 in 2-D layers)
     Expr w_co_stride;       // the filter's output-channel stride (1 in TF's HWIO)
     Expr w_kx_stride;       // the filter's stride along x (1 in OIHW)
     Expr dy_x_stride, dx_x_stride;  // NCX: the pixel strides (1 but in the runtime's dilation phases)

@@ -46,7 +46,9 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
     // the batch per block, so two threads have work. Threads take blocks of images and, nested,
     // blocks of rows (fused, the loops' symbolic extents made Halide's bounds of dx's batch and
     // group dims symmetric about 0: a division by an extent of unknown sign).
-    const Expr want = s.block_tiles();
+    // 3-D layers: blocks of 4x the tiles (u3d_3x3x3_32, kernel alone: 16 tiles 7.8 ms, 32 6.8,
+    // 64 (a whole 32x32 slice) 6.5; 2-D layers 0.98-0.99x with 32 or 64).
+    const Expr want = select(s.kz_extent > 1, 4, 1) * s.block_tiles();
     const Expr image_tiles = s.tiles_x * s.tiles_y;
     const Expr whole_images = image_tiles < want;
     const Expr rows = select(whole_images, s.tiles_y, clamp((want + s.tiles_x - 1) / s.tiles_x, 1, s.tiles_y));
@@ -62,7 +64,7 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         s.dx.split(s.x, xo, jx, vec, TailStrategy::GuardWithIf)
             .reorder(jx, s.c, xo, s.jy, yr, s.z, ni, yb, nb, s.g)
             .vectorize(jx);
-        s.dx_tiles.compute_at(s.dx, yb)
+        s.dx_tiles.compute_at(s.dx, s.z)
             .split(s.x, xo, jx, m, TailStrategy::GuardWithIf)
             .split(s.y, yo, s.jy, m, TailStrategy::GuardWithIf)
             .split(s.c, c_o, c_i, vec)
@@ -70,7 +72,7 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         // dy's rows the block reads, channels innermost: vectors of channels over a plain
         // loop along x (TransposedRows' form).
         const std::vector<Var> d = s.dy_rows.args();  // (c, x, y, z, g, n)
-        s.dy_rows.compute_at(s.dx, yb).split(d[0], c_o, c_i, vec).reorder(c_i, d[1], c_o, d[2], d[3], d[4], d[5]).vectorize(c_i);
+        s.dy_rows.store_at(s.dx, ni).compute_at(s.dx, s.z).fold_storage(d[3], 4).split(d[0], c_o, c_i, vec).reorder(c_i, d[1], c_o, d[2], d[3], d[4], d[5]).vectorize(c_i);
         // (Contiguous pixels: the form above. Else, the dilation phases' every other pixel,
         // gathers and scatters.)
         s.dy_rows.specialize(s.dy_x_stride == 1);
@@ -86,7 +88,7 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
     s.out_rows.compute_at(s.dx_tiles, c_o).reorder(s.c, s.nu, s.jy).vectorize(s.c, vec).unroll(s.nu).unroll(s.jy);
 
     // The products: per (nu, xi), register tiles of vectors x tiles over every dy channel.
-    s.m.compute_at(s.dx, yb)
+    s.m.compute_at(s.dx, s.z)
         .split(s.c, c_o, c_i, vec * vectors)
         .split(s.t, t_o, t_i, tiles, TailStrategy::ShiftInwards)
         .reorder(c_i, t_i, c_o, t_o, s.nu, s.xi, s.g)
@@ -94,11 +96,15 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         .unroll(c_i)
         .unroll(t_i);
     s.m_acc.compute_at(s.m, c_o).vectorize(s.c, vec).unroll(s.c).unroll(s.t);
-    s.m_acc.update().reorder(s.c, s.t, s.r).vectorize(s.c, vec).unroll(s.c).unroll(s.t);
+    s.m_acc.update().reorder(s.c, s.t, s.r.x, s.r.y).vectorize(s.c, vec).unroll(s.c).unroll(s.t);
 
-    // dy's tiles, per block; each tile's row transforms per tile, for every dy channel.
+    // dy's tiles, per block; each tile's row transforms per tile, for every dy channel. 3-D
+    // layers: per depth slice, in a serial loop whose earlier slices' tiles are kept (Halide's
+    // sliding window: each of dy's slices transformed once per block, not once per depth tap;
+    // 4 slices stored, folded: the registry's kWinogradMaxDepthTaps), and so are NCX's copies
+    // of dy's rows (dy_rows).
     transform_per_vector(s.v, s.v_rows, s.co, s.nu, s.xi, s.a, s.t, vec);
-    s.v.compute_at(s.dx, yb);
+    s.v.store_at(s.dx, ni).compute_at(s.dx, s.z).fold_storage(s.z, 4);
 
     // The filter's transform, once per call.
     s.u.compute_root().reorder(s.c, s.xi, s.nu, s.co, s.g).vectorize(s.c, vec).unroll(s.xi).parallel(s.co);

@@ -300,6 +300,62 @@ TEST(OneDnnGraphFixed, RowTileKernels3D) {
     }
 }
 
+// The Winograd data gradient on 3-D layers (nxc_wg, ncx_wg: each depth slice's 3x3 taps by
+// F(4x4, 3x3), the depth taps directly over slices of dy transformed once per block): slices
+// that are not whole 4x4 tiles, VALID, 1 and 4 depth taps, uneven pads, 2 groups, and
+// dilations along the slices (the dilation phases' 3-D views, 8x8 slices). Not taken: 5 depth taps (4
+// slices of dy's tiles kept: kWinogradMaxDepthTaps), a depth stride of 2, 40 dy channels.
+TEST(OneDnnGraphFixed, WinogradDataGradient3D) {
+    Rng rng(9119);
+    struct Case {
+        bool nxc;
+        int64_t groups, cin, cout;
+        std::vector<int64_t> in, kernel, pad_begin, out, stride = {1, 1, 1}, dilation = {1, 1, 1};
+        const char *kernel_name;
+    };
+    // (Batch 1 and a few slices: the float64 reference takes most of the time, under qemu too.)
+    const std::vector<Case> cases = {
+        {true, 1, 32, 32, {3, 10, 11}, {3, 3, 3}, {1, 1, 1}, {3, 10, 11}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_wg"},
+        {false, 1, 32, 64, {3, 10, 11}, {3, 3, 3}, {1, 1, 1}, {3, 10, 11}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_ncx_wg"},
+        {true, 1, 64, 32, {4, 7, 10}, {3, 3, 3}, {0, 0, 0}, {2, 5, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_wg"},
+        {false, 1, 32, 32, {3, 8, 9}, {1, 3, 3}, {0, 2, 0}, {3, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_ncx_wg"},
+        {true, 1, 32, 32, {5, 8, 8}, {4, 3, 3}, {2, 1, 1}, {4, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_wg"},
+        {true, 1, 32, 32, {5, 8, 8}, {5, 3, 3}, {2, 1, 1}, {4, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_cs"},
+        {true, 2, 64, 64, {2, 8, 8}, {3, 3, 3}, {1, 1, 1}, {2, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_wg"},
+        {true, 1, 32, 32, {2, 13, 13}, {3, 3, 3}, {1, 2, 2}, {2, 13, 13}, {1, 1, 1}, {1, 2, 2}, "bwd_data_f32_nxc_wg"},
+        // (NCX: the 6x6-slice phases are too small for whole tiles, and NCX's direct kernels
+        // take contiguous pixels only: no phases, the dilated call.)
+        {false, 1, 32, 32, {2, 13, 13}, {3, 3, 3}, {1, 2, 2}, {2, 13, 13}, {1, 1, 1}, {1, 2, 2}, "bwd_data_f32_ncx_cs"},
+        {false, 1, 32, 32, {2, 16, 16}, {3, 3, 3}, {1, 2, 2}, {2, 16, 16}, {1, 1, 1}, {1, 2, 2}, "bwd_data_f32_ncx_wg"},
+        {true, 1, 32, 32, {5, 8, 8}, {3, 3, 3}, {1, 1, 1}, {3, 8, 8}, {2, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_cs"},
+        {true, 1, 32, 40, {2, 8, 8}, {3, 3, 3}, {1, 1, 1}, {2, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_cs"}};
+    for (const Case &k : cases) {
+        NdConv c;
+        c.rank = 3, c.batch = 1, c.groups = k.groups, c.cin = k.cin, c.cout = k.cout;
+        c.in = k.in, c.out = k.out, c.kernel = k.kernel, c.stride = k.stride, c.dilation = k.dilation;
+        c.pad_begin = k.pad_begin;
+        std::vector<int64_t> pads_end(3);
+        for (int a = 0; a < 3; a++) {
+            pads_end[a] = (c.out[a] - 1) * c.stride[a] + (c.kernel[a] - 1) * c.dilation[a] + 1 - c.in[a] - c.pad_begin[a];
+        }
+        const Layouts l{3, k.nxc, false};
+        onednn::ConvAttrs a;
+        a.data_format = k.nxc ? "NXC" : "NCX", a.filter_format = "OIX", a.groups = c.groups;
+        a.strides = c.stride, a.dilations = c.dilation, a.pads_begin = c.pad_begin, a.pads_end = pads_end;
+        SCOPED_TRACE(std::string(a.data_format) + " in " + std::to_string(c.in[0]) + "x" + std::to_string(c.in[1]) + "x" +
+                     std::to_string(c.in[2]) + " depth taps " + std::to_string(c.kernel[0]) + " expecting " + k.kernel_name);
+        auto p = onednn::convolution_backprop_data(a, l.act_shape(c.dy_shape()), l.filter_shape(c.w_shape()), c.in,
+                                                   DType::kFloat32);
+        ASSERT_TRUE(p.is_ok()) << p.status.message();
+        const auto w = random_values(num_elements(c.w_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
+        const RunResult r = run_problem(p.value, Direction::kBackwardData, l.act_to_op(dy, c.dy_shape()),
+                                        l.filter_to_op(w, c.w_shape()), false);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        EXPECT_EQ(r.kernel, k.kernel_name);
+        EXPECT_LE(relative_error(l.act_from_op(r.result, c.x_shape()), nd_backprop_data(c, w, dy)), 1e-5);
+    }
+}
+
 // ---------------------------------------------------------------- TF Conv3D*V2
 TEST(TfRandom, Conv3DBackpropInputV2AndFilterV2) {
     Rng rng(8008);

@@ -63,22 +63,29 @@ constexpr Device device_cuda = Device::kCuda;
 constexpr Device device_opencl = Device::kOpenCL;
 
 // The Winograd kernels' problems (kernel_registry.h, generators/winograd.h): 2-D 3x3 with
-// unit strides and dilations (any padding), both activations' channels per group whole slabs
+// unit strides and dilations (any padding), or for the data gradient 3-D (3x3 in each slice,
+// at most kWinogradMaxDepthTaps depth taps, run directly), both activations' channels per group whole slabs
 // (every target's register tiles divide kChannelSlab, and the transforms vectorise both),
 // 36 x C_in x C_out values that stay in cache (the filter gradient's: few per tile), and little
 // work on tiles past the edge of the activation they tile (act1: dx for the data gradient,
 // dy for the filter gradient).
 bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1) {
-    if (p.spatial_rank != 2) return false;
-    for (int a = 0; a < 2; a++) {
-        if (p.kernel_size[a] != 3 || p.strides[a] != 1 || p.dilations[a] != 1) return false;
+    // Spatial axes outermost first: (h, w), or (d, h, w).
+    const int rank = p.spatial_rank;
+    if (rank != 2 && !(rank == 3 && d == Direction::kBackwardData)) return false;
+    for (int a = 0; a < rank; a++) {
+        const bool slice_axis = a >= rank - 2;
+        if ((slice_axis && p.kernel_size[a] != 3) || p.strides[a] != 1 || p.dilations[a] != 1) return false;
     }
+    const int64_t depth_taps = rank == 3 ? p.kernel_size[0] : 1;
+    if (depth_taps > kWinogradMaxDepthTaps) return false;
     if (act0.extent[kC] % kChannelSlab != 0 || act1.extent[kC] % kChannelSlab != 0) return false;
     // The filter gradient's channels-first copies gather where pixels are not contiguous
     // (dilation phases: NCHW dl_3x3_d2 ran 14x slower): NXC, or NCX with contiguous pixels.
     const auto dense = [](const CanonicalView &v) { return v.stride[kC] == 1 || v.stride[kX] == 1; };
     if (d == Direction::kBackwardWeights && !(dense(act0) && dense(act1))) return false;
-    const int64_t filter_bytes = kWinogradProducts * p.groups * act0.extent[kC] * act1.extent[kC] * dtype_size(p.dtype);
+    const int64_t filter_bytes =
+        kWinogradProducts * depth_taps * p.groups * act0.extent[kC] * act1.extent[kC] * dtype_size(p.dtype);
     if (filter_bytes > kWinogradMaxFilterBytes) return false;
     const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY];
     const auto tiles_along = [](int64_t e) { return (e + kWinogradTile - 1) / kWinogradTile; };
