@@ -357,7 +357,7 @@ private:
         if (s.channels_first) dx(pure) = s.dx_tiles(pure);
         s.dx = dx;
 
-        constrain_winograd_buffers(dy, dx, w, lay, true);
+        constrain_winograd_buffers(dy, dx, w, lay);
         const FixedProblem fixed = fixed_problem();
         fixed.apply(dy, "dy");
         fixed.apply(w, "w");

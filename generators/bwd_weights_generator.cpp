@@ -249,11 +249,17 @@ private:
         s.channels_first = lay == Layout::NCX;
         const std::array<AxisParams, 3> ax = axes();
         const Expr tiles_x = (dy.dim(kX).extent() + m - 1) / m, tiles_y = (dy.dim(kY).extent() + m - 1) / m;
-        const Expr images = dy.dim(kN).extent();
-        const Expr tiles = tiles_x * tiles_y * images;
-        // (Tiles past the last, in the last block, read the last image again; their dy
+        // 3-D layers: tiles of each depth slice of dy (the slices, then the images, outermost
+        // in the flat order); depth tap kz of dy's slice z reads x's slice z + kz - pz,
+        // directly, transformed per block and tap. (With the slices innermost, blocks spanning
+        // columns of places over every slice, each x tile was transformed about once, not once
+        // per tap, but each tile's rows of x and dy were a slice apart: u3d_3x3x3_32 1.00x.)
+        const Expr slices = dy.dim(kZ).extent(), images = dy.dim(kN).extent();
+        const Expr tiles = tiles_x * tiles_y * slices * images;
+        // (Tiles past the last, in the last block, read the last slice again; their dy
         // transform is zero.)
-        const WinogradTile tile_t = winograd_tile(s.t, tiles_x, tiles_y, images);
+        const WinogradTile plane_t = winograd_tile(s.t, tiles_x, tiles_y, slices * images);
+        const Expr tile_z = plane_t.n % slices, tile_n = plane_t.n / slices;
         // The transforms vectorise channels: NCX's, planes apart, are first copied channels
         // innermost, x and dy whole (a block of 32 tiles spans parts of up to three tile
         // rows, and of two images: per-block copies of their rows would copy much more).
@@ -268,14 +274,15 @@ private:
             dy_in = zero_padded(dy, "dy_in");
         }
         // x's 6x6 tile of dy's tile starts at dy's origin - pb along each axis.
-        s.vx_rows(s.ci, s.a, s.nu, s.t, s.g) = matrix_rows(s.nu, &kWinogradBT[0][0], alpha, alpha, [&](int b) {
-            return x_in(s.ci, tile_t.x * m - ax[0].pad_begin + b, tile_t.y * m - ax[1].pad_begin + s.a, 0, s.g, tile_t.n);
+        s.vx_rows(s.ci, s.a, s.nu, s.t, s.kz, s.g) = matrix_rows(s.nu, &kWinogradBT[0][0], alpha, alpha, [&](int b) {
+            return x_in(s.ci, plane_t.x * m - ax[0].pad_begin + b, plane_t.y * m - ax[1].pad_begin + s.a,
+                        tile_z + s.kz - ax[2].pad_begin, s.g, tile_n);
         });
-        s.vx(s.ci, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, &kWinogradBT[0][0], alpha, alpha,
-                                                       [&](int a) { return s.vx_rows(s.ci, a, s.nu, s.t, s.g); });
+        s.vx(s.ci, s.nu, s.xi, s.t, s.kz, s.g) = matrix_rows(
+            s.xi, &kWinogradBT[0][0], alpha, alpha, [&](int a) { return s.vx_rows(s.ci, a, s.nu, s.t, s.kz, s.g); });
         s.wy_rows(s.co, s.a, s.nu, s.t, s.g) =
             select(s.t < tiles, matrix_rows(s.nu, &a_mat[0][0], alpha, m, [&](int j) {
-                       return dy_in(s.co, tile_t.x * m + j, tile_t.y * m + s.a, 0, s.g, tile_t.n);
+                       return dy_in(s.co, plane_t.x * m + j, plane_t.y * m + s.a, tile_z, s.g, tile_n);
                    }),
                    Halide::cast(acc_t, 0));
         s.wy(s.co, s.nu, s.xi, s.t, s.g) = matrix_rows(s.xi, &a_mat[0][0], alpha, m,
@@ -285,7 +292,11 @@ private:
         // each) within 16 MB.
         const int tiles_per_block = s.block_tiles();
         const Expr blocks = (tiles + tiles_per_block - 1) / tiles_per_block;
-        const Expr sum_bytes = alpha * alpha * x.dim(kC).extent() * dy.dim(kC).extent() * static_cast<int>(acc_t.bytes());
+        // (3-D layers: counted at the most depth taps. dw's own extent is not known before dw is
+        // defined, which reads these sums.)
+        const Expr depth_taps = select(x.dim(kZ).extent() > 1 || slices > 1, kWinogradMaxDepthTaps, 1);
+        const Expr sum_bytes =
+            alpha * alpha * depth_taps * x.dim(kC).extent() * dy.dim(kC).extent() * static_cast<int>(acc_t.bytes());
         const Expr chunks = clamp(min(blocks, (16 << 20) / max(sum_bytes, 1)), 1, s.tuned.get("wg_chunks", 4));
         const Expr blocks_per_chunk = (blocks + chunks - 1) / chunks;
         s.r_tile = RDom(0, tiles_per_block, "r_tile");
@@ -293,19 +304,21 @@ private:
         s.r_chunk = RDom(0, chunks, "r_chunk");
         s.chunks = chunks;
         const Expr t = s.b * tiles_per_block + s.r_tile;
-        s.block(s.ci, s.co, s.nu, s.xi, s.g, s.b) = Halide::cast(acc_t, 0);
-        s.block(s.ci, s.co, s.nu, s.xi, s.g, s.b) += s.vx(s.ci, s.nu, s.xi, t, s.g) * s.wy(s.co, s.nu, s.xi, t, s.g);
-        s.part(s.ci, s.co, s.nu, s.xi, s.g, s.k) = Halide::cast(acc_t, 0);
-        s.part(s.ci, s.co, s.nu, s.xi, s.g, s.k) += s.block(s.ci, s.co, s.nu, s.xi, s.g, s.k * blocks_per_chunk + s.r_block);
-        s.sums(s.ci, s.co, s.nu, s.xi, s.g) = Halide::cast(acc_t, 0);
-        s.sums(s.ci, s.co, s.nu, s.xi, s.g) += s.part(s.ci, s.co, s.nu, s.xi, s.g, s.r_chunk);
-        s.dw_rows(s.ci, s.co, s.kx, s.xi, s.g) = matrix_rows(s.kx, &gt[0][0], 3, alpha,
-                                                             [&](int nu) { return s.sums(s.ci, s.co, nu, s.xi, s.g); });
+        s.block(s.ci, s.co, s.nu, s.xi, s.kz, s.g, s.b) = Halide::cast(acc_t, 0);
+        s.block(s.ci, s.co, s.nu, s.xi, s.kz, s.g, s.b) +=
+            s.vx(s.ci, s.nu, s.xi, t, s.kz, s.g) * s.wy(s.co, s.nu, s.xi, t, s.g);
+        s.part(s.ci, s.co, s.nu, s.xi, s.kz, s.g, s.k) = Halide::cast(acc_t, 0);
+        s.part(s.ci, s.co, s.nu, s.xi, s.kz, s.g, s.k) +=
+            s.block(s.ci, s.co, s.nu, s.xi, s.kz, s.g, s.k * blocks_per_chunk + s.r_block);
+        s.sums(s.ci, s.co, s.nu, s.xi, s.kz, s.g) = Halide::cast(acc_t, 0);
+        s.sums(s.ci, s.co, s.nu, s.xi, s.kz, s.g) += s.part(s.ci, s.co, s.nu, s.xi, s.kz, s.g, s.r_chunk);
+        s.dw_rows(s.ci, s.co, s.kx, s.xi, s.kz, s.g) = matrix_rows(
+            s.kx, &gt[0][0], 3, alpha, [&](int nu) { return s.sums(s.ci, s.co, nu, s.xi, s.kz, s.g); });
         // (Unit strides and dilations are the registry's promise: checked once per call's
         // final transform, so a kernel called on another problem fails cleanly.)
         const Expr unit = unit_stride() && unit_dilation();
         dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) =
-            narrow(require(unit, matrix_rows(s.ky, &gt[0][0], 3, alpha, [&](int xi) { return s.dw_rows(s.ci, s.co, s.kx, xi, s.g); }),
+            narrow(require(unit, matrix_rows(s.ky, &gt[0][0], 3, alpha, [&](int xi) { return s.dw_rows(s.ci, s.co, s.kx, xi, s.kz, s.g); }),
                            "convgrad: the Winograd filter gradient takes unit strides and dilations"));
         s.dw = dw;
 

@@ -1,5 +1,6 @@
-// The Winograd variants of both gradients (nxc_wg): 2-D 3x3 filters, unit strides and
-// dilations, channels contiguous (the registry's promise, runtime/src/kernel_table.cpp).
+// The Winograd variants of both gradients (nxc_wg): 3x3 filters (2-D, or in each depth slice
+// of 3-D layers, whose depth taps run directly), unit strides and dilations, channels
+// contiguous (the registry's promise, runtime/src/kernel_table.cpp).
 // The data gradient's algorithm first; the filter gradient's is its transpose (below).
 //
 // With unit strides the data gradient is a correlation of dy with the filter turned by 180
@@ -31,6 +32,9 @@ namespace convgrad::gen {
 // columns of dy.
 constexpr int kWinogradTile = 4;
 constexpr int kWinogradInput = kWinogradTile + 2;
+// 3-D layers: the most depth taps (the data gradient keeps this many slices of dy's
+// transformed tiles; the runtime's kWinogradMaxDepthTaps).
+constexpr int kWinogradMaxDepthTaps = 4;
 
 // Lavin & Gray's F(4x4, 3x3) matrices: B^T (dy's or x's tile), G (the filter), A^T (the
 // output tile).
@@ -85,11 +89,9 @@ inline WinogradTile winograd_tile(const Expr &t, const Expr &tiles_x, const Expr
 }
 
 // The Winograd kernels' buffers: two activations of `layout` (NXC or NCX) and the filter (or
-// its gradient), 2-D 3x3 (the registry's promise; Halide checks it).
-// `depth`: the data gradient's depth axis (3-D layers: each depth tap a 2-D Winograd
-// product of one slice of dy, run directly; the filter gradient takes 2-D layers only).
+// its gradient), 3x3 in each depth slice (the registry's promise; Halide checks it).
 template<typename Act0, typename Act1, typename Filter>
-void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f, Layout layout, bool depth = false) {
+void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f, Layout layout) {
     using namespace canonical;
     constrain_activation_strides(a0, layout);
     constrain_activation_strides(a1, layout);
@@ -99,11 +101,6 @@ void constrain_winograd_buffers(Act0 &a0, Act1 &a1, Filter &f, Layout layout, bo
     if (layout == Layout::NCX) {
         a0.dim(kX).set_stride(Expr());
         a1.dim(kX).set_stride(Expr());
-    }
-    if (!depth) {
-        a0.dim(kZ).set_bounds(0, 1);
-        a1.dim(kZ).set_bounds(0, 1);
-        f.dim(kKz).set_bounds(0, 1);
     }
     f.dim(kKx).set_bounds(0, 3);
     f.dim(kKy).set_bounds(0, 3);
@@ -147,13 +144,15 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
 // i.e. 36 matrix products that reduce over the tiles (x's channels by dy's), then the
 // filter's 3x3 taps out of each channel pair's 6x6 sums.
 struct WinogradFilterStages {
+    // Tiles t are dy's, flat over (tile x, tile y, depth slice, image); kz is the depth tap
+    // (3-D layers: x's tiles of the slice kz - pz past dy's).
     Func dw;                     // (ci, co, kx, ky, kz, g)
-    Func dw_rows{"dw_rows"};     // (ci, co, kx, xi, g): G^T M along nu
-    Func sums{"sums"};           // (ci, co, nu, xi, g): the chunks' partial sums added
-    Func part{"part"};           // (ci, co, nu, xi, g, k): chunk k's sum over its blocks
-    Func block{"block"};         // (ci, co, nu, xi, g, b): block b's sum over its tiles (register tiles)
-    Func vx{"vx"};               // (ci, nu, xi, t, g): x's transformed tiles
-    Func vx_rows{"vx_rows"};     // (ci, a, nu, t, g)
+    Func dw_rows{"dw_rows"};     // (ci, co, kx, xi, kz, g): G^T M along nu
+    Func sums{"sums"};           // (ci, co, nu, xi, kz, g): the chunks' partial sums added
+    Func part{"part"};           // (ci, co, nu, xi, kz, g, k): chunk k's sum over its blocks
+    Func block{"block"};         // (ci, co, nu, xi, kz, g, b): block b's sum over its tiles (register tiles)
+    Func vx{"vx"};               // (ci, nu, xi, t, kz, g): x's transformed tiles, per depth tap
+    Func vx_rows{"vx_rows"};     // (ci, a, nu, t, kz, g)
     Func wy{"wy"};               // (co, nu, xi, t, g): dy's transformed tiles (zero past the last tile)
     Func wy_rows{"wy_rows"};     // (co, a, nu, t, g)
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};

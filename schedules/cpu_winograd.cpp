@@ -72,7 +72,7 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         // dy's rows the block reads, channels innermost: vectors of channels over a plain
         // loop along x (TransposedRows' form).
         const std::vector<Var> d = s.dy_rows.args();  // (c, x, y, z, g, n)
-        s.dy_rows.store_at(s.dx, ni).compute_at(s.dx, s.z).fold_storage(d[3], 4).split(d[0], c_o, c_i, vec).reorder(c_i, d[1], c_o, d[2], d[3], d[4], d[5]).vectorize(c_i);
+        s.dy_rows.store_at(s.dx, ni).compute_at(s.dx, s.z).fold_storage(d[3], kWinogradMaxDepthTaps).split(d[0], c_o, c_i, vec).reorder(c_i, d[1], c_o, d[2], d[3], d[4], d[5]).vectorize(c_i);
         // (Contiguous pixels: the form above. Else, the dilation phases' every other pixel,
         // gathers and scatters.)
         s.dy_rows.specialize(s.dy_x_stride == 1);
@@ -101,10 +101,10 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
     // dy's tiles, per block; each tile's row transforms per tile, for every dy channel. 3-D
     // layers: per depth slice, in a serial loop whose earlier slices' tiles are kept (Halide's
     // sliding window: each of dy's slices transformed once per block, not once per depth tap;
-    // 4 slices stored, folded: the registry's kWinogradMaxDepthTaps), and so are NCX's copies
+    // kWinogradMaxDepthTaps slices stored, folded), and so are NCX's copies
     // of dy's rows (dy_rows).
     transform_per_vector(s.v, s.v_rows, s.co, s.nu, s.xi, s.a, s.t, vec);
-    s.v.store_at(s.dx, ni).compute_at(s.dx, s.z).fold_storage(s.z, 4);
+    s.v.store_at(s.dx, ni).compute_at(s.dx, s.z).fold_storage(s.z, kWinogradMaxDepthTaps);
 
     // The filter's transform, once per call.
     s.u.compute_root().reorder(s.c, s.xi, s.nu, s.co, s.g).vectorize(s.c, vec).unroll(s.xi).parallel(s.co);
@@ -161,7 +161,7 @@ void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &ta
     s.part.update()
         .split(s.ci, ci_o, ci_i, vec * vectors, TailStrategy::RoundUp)
         .split(s.co, co_o, co_i, cols, TailStrategy::RoundUp)
-        .reorder(ci_i, co_i, ci_o, co_o, s.nu, s.xi, s.r_block, s.g, s.k)
+        .reorder(ci_i, co_i, ci_o, co_o, s.nu, s.kz, s.xi, s.r_block, s.g, s.k)
         .vectorize(ci_i, vec)
         .parallel(s.k)
         .parallel(s.xi);

@@ -300,35 +300,40 @@ TEST(OneDnnGraphFixed, RowTileKernels3D) {
     }
 }
 
-// The Winograd data gradient on 3-D layers (nxc_wg, ncx_wg: each depth slice's 3x3 taps by
-// F(4x4, 3x3), the depth taps directly over slices of dy transformed once per block): slices
-// that are not whole 4x4 tiles, VALID, 1 and 4 depth taps, uneven pads, 2 groups, and
-// dilations along the slices (the dilation phases' 3-D views, 8x8 slices). Not taken: 5 depth taps (4
-// slices of dy's tiles kept: kWinogradMaxDepthTaps), a depth stride of 2, 40 dy channels.
-TEST(OneDnnGraphFixed, WinogradDataGradient3D) {
+// The Winograd kernels on 3-D layers (nxc_wg, ncx_wg: each depth slice's 3x3 taps by
+// F(4x4, 3x3), the depth taps directly; the data gradient transforms each slice of dy once per
+// block, the filter gradient x's tiles once per depth tap), both gradients: slices that are not
+// whole 4x4 tiles, VALID, 1 and 4 depth taps, uneven pads, 2 groups, and dilations along the
+// slices (the dilation phases' 3-D views, 8x8 slices). Not taken: 5 depth taps (the data
+// gradient keeps 4 slices of dy's tiles: kWinogradMaxDepthTaps), a depth stride of 2, 40 dy
+// channels, and for the filter gradient dy's 5x8 slices (tiles of 8x8: 1.6x the work).
+TEST(OneDnnGraphFixed, WinogradGradients3D) {
     Rng rng(9119);
     struct Case {
         bool nxc;
         int64_t groups, cin, cout;
-        std::vector<int64_t> in, kernel, pad_begin, out, stride = {1, 1, 1}, dilation = {1, 1, 1};
-        const char *kernel_name;
+        std::vector<int64_t> in, kernel, pad_begin, out, stride, dilation;
+        const char *data_kernel, *filter_kernel;
     };
+    const std::vector<int64_t> ones = {1, 1, 1}, slice_dilation = {1, 2, 2};
     // (Batch 1 and a few slices: the float64 reference takes most of the time, under qemu too.)
     const std::vector<Case> cases = {
-        {true, 1, 32, 32, {3, 10, 11}, {3, 3, 3}, {1, 1, 1}, {3, 10, 11}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_wg"},
-        {false, 1, 32, 64, {3, 10, 11}, {3, 3, 3}, {1, 1, 1}, {3, 10, 11}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_ncx_wg"},
-        {true, 1, 64, 32, {4, 7, 10}, {3, 3, 3}, {0, 0, 0}, {2, 5, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_wg"},
-        {false, 1, 32, 32, {3, 8, 9}, {1, 3, 3}, {0, 2, 0}, {3, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_ncx_wg"},
-        {true, 1, 32, 32, {5, 8, 8}, {4, 3, 3}, {2, 1, 1}, {4, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_wg"},
-        {true, 1, 32, 32, {5, 8, 8}, {5, 3, 3}, {2, 1, 1}, {4, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_cs"},
-        {true, 2, 64, 64, {2, 8, 8}, {3, 3, 3}, {1, 1, 1}, {2, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_wg"},
-        {true, 1, 32, 32, {2, 13, 13}, {3, 3, 3}, {1, 2, 2}, {2, 13, 13}, {1, 1, 1}, {1, 2, 2}, "bwd_data_f32_nxc_wg"},
+        {true, 1, 32, 32, {3, 10, 11}, {3, 3, 3}, {1, 1, 1}, {3, 10, 11}, ones, ones, "nxc_wg", "nxc_wg"},
+        {false, 1, 32, 64, {3, 10, 11}, {3, 3, 3}, {1, 1, 1}, {3, 10, 11}, ones, ones, "ncx_wg", "ncx_wg"},
+        {true, 1, 64, 32, {4, 7, 10}, {3, 3, 3}, {0, 0, 0}, {2, 5, 8}, ones, ones, "nxc_wg", "nxc"},
+        {true, 1, 32, 32, {4, 10, 10}, {3, 3, 3}, {0, 0, 0}, {2, 8, 8}, ones, ones, "nxc_wg", "nxc_wg"},
+        {false, 1, 32, 32, {3, 8, 9}, {1, 3, 3}, {0, 2, 0}, {3, 8, 8}, ones, ones, "ncx_wg", "ncx_wg"},
+        {true, 1, 32, 32, {5, 8, 8}, {4, 3, 3}, {2, 1, 1}, {4, 8, 8}, ones, ones, "nxc_wg", "nxc_wg"},
+        {true, 1, 32, 32, {5, 8, 8}, {5, 3, 3}, {2, 1, 1}, {4, 8, 8}, ones, ones, "nxc_cs", "nxc"},
+        {true, 2, 64, 64, {2, 8, 8}, {3, 3, 3}, {1, 1, 1}, {2, 8, 8}, ones, ones, "nxc_wg", "nxc_wg"},
+        {true, 1, 32, 32, {2, 13, 13}, {3, 3, 3}, {1, 2, 2}, {2, 13, 13}, ones, slice_dilation, "nxc_wg", "nxc_wg"},
         // (NCX: the 6x6-slice phases are too small for whole tiles, and NCX's direct kernels
-        // take contiguous pixels only: no phases, the dilated call.)
-        {false, 1, 32, 32, {2, 13, 13}, {3, 3, 3}, {1, 2, 2}, {2, 13, 13}, {1, 1, 1}, {1, 2, 2}, "bwd_data_f32_ncx_cs"},
-        {false, 1, 32, 32, {2, 16, 16}, {3, 3, 3}, {1, 2, 2}, {2, 16, 16}, {1, 1, 1}, {1, 2, 2}, "bwd_data_f32_ncx_wg"},
-        {true, 1, 32, 32, {5, 8, 8}, {3, 3, 3}, {1, 1, 1}, {3, 8, 8}, {2, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_cs"},
-        {true, 1, 32, 40, {2, 8, 8}, {3, 3, 3}, {1, 1, 1}, {2, 8, 8}, {1, 1, 1}, {1, 1, 1}, "bwd_data_f32_nxc_cs"}};
+        // take contiguous pixels only: no phases, the dilated call; the filter gradient's NCX
+        // phases gather, so it is never phased.)
+        {false, 1, 32, 32, {2, 13, 13}, {3, 3, 3}, {1, 2, 2}, {2, 13, 13}, ones, slice_dilation, "ncx_cs", "ncx"},
+        {false, 1, 32, 32, {2, 16, 16}, {3, 3, 3}, {1, 2, 2}, {2, 16, 16}, ones, slice_dilation, "ncx_wg", "ncx"},
+        {true, 1, 32, 32, {5, 8, 8}, {3, 3, 3}, {1, 1, 1}, {3, 8, 8}, {2, 1, 1}, ones, "nxc_cs", "nxc"},
+        {true, 1, 32, 40, {2, 8, 8}, {3, 3, 3}, {1, 1, 1}, {2, 8, 8}, ones, ones, "nxc_cs", "nxc"}};
     for (const Case &k : cases) {
         NdConv c;
         c.rank = 3, c.batch = 1, c.groups = k.groups, c.cin = k.cin, c.cout = k.cout;
@@ -343,16 +348,26 @@ TEST(OneDnnGraphFixed, WinogradDataGradient3D) {
         a.data_format = k.nxc ? "NXC" : "NCX", a.filter_format = "OIX", a.groups = c.groups;
         a.strides = c.stride, a.dilations = c.dilation, a.pads_begin = c.pad_begin, a.pads_end = pads_end;
         SCOPED_TRACE(std::string(a.data_format) + " in " + std::to_string(c.in[0]) + "x" + std::to_string(c.in[1]) + "x" +
-                     std::to_string(c.in[2]) + " depth taps " + std::to_string(c.kernel[0]) + " expecting " + k.kernel_name);
-        auto p = onednn::convolution_backprop_data(a, l.act_shape(c.dy_shape()), l.filter_shape(c.w_shape()), c.in,
-                                                   DType::kFloat32);
-        ASSERT_TRUE(p.is_ok()) << p.status.message();
-        const auto w = random_values(num_elements(c.w_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
-        const RunResult r = run_problem(p.value, Direction::kBackwardData, l.act_to_op(dy, c.dy_shape()),
-                                        l.filter_to_op(w, c.w_shape()), false);
-        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-        EXPECT_EQ(r.kernel, k.kernel_name);
-        EXPECT_LE(relative_error(l.act_from_op(r.result, c.x_shape()), nd_backprop_data(c, w, dy)), 1e-5);
+                     std::to_string(c.in[2]) + " depth taps " + std::to_string(c.kernel[0]) + " expecting " + k.data_kernel +
+                     ", " + k.filter_kernel);
+        const auto w = random_values(num_elements(c.w_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng),
+                   x = random_values(num_elements(c.x_shape()), rng);
+        auto pd = onednn::convolution_backprop_data(a, l.act_shape(c.dy_shape()), l.filter_shape(c.w_shape()), c.in,
+                                                    DType::kFloat32);
+        ASSERT_TRUE(pd.is_ok()) << pd.status.message();
+        const RunResult rd = run_problem(pd.value, Direction::kBackwardData, l.act_to_op(dy, c.dy_shape()),
+                                         l.filter_to_op(w, c.w_shape()), false);
+        ASSERT_TRUE(rd.status.is_ok()) << rd.status.message();
+        EXPECT_EQ(rd.kernel, std::string("bwd_data_f32_") + k.data_kernel);
+        EXPECT_LE(relative_error(l.act_from_op(rd.result, c.x_shape()), nd_backprop_data(c, w, dy)), 1e-5);
+        auto pw = onednn::convolution_backprop_filters(a, l.act_shape(c.x_shape()), l.act_shape(c.dy_shape()),
+                                                       l.filter_shape(c.w_shape()), DType::kFloat32);
+        ASSERT_TRUE(pw.is_ok()) << pw.status.message();
+        const RunResult rw = run_problem(pw.value, Direction::kBackwardWeights, l.act_to_op(x, c.x_shape()),
+                                         l.act_to_op(dy, c.dy_shape()), false);
+        ASSERT_TRUE(rw.status.is_ok()) << rw.status.message();
+        EXPECT_EQ(rw.kernel, std::string("bwd_weights_f32_") + k.filter_kernel);
+        EXPECT_LE(relative_error(l.filter_from_op(rw.result, c.w_shape()), nd_backprop_filter(c, x, dy)), 1e-5);
     }
 }
 

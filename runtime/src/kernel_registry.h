@@ -35,7 +35,7 @@ struct LayoutRequirement {
                                  // per group and as many dy channels
     bool pointwise = false;      // nxc_pw, ncx_px_pw: pointwise data gradients; nxc_pw: dx
                                  // channels per group a multiple of kPointwiseSlab
-    bool winograd = false;       // nxc_wg, ncx_wg: 3x3 slices (2-D, or the data gradient 3-D), unit strides and dilations, both
+    bool winograd = false;       // nxc_wg, ncx_wg: 3x3 (2-D, or in each depth slice), unit strides and dilations, both
                                  // activations' channels per group multiples of kChannelSlab
 };
 
@@ -103,9 +103,9 @@ constexpr int64_t kWinogradMaxFilterBytes = 16 << 20;
 // 0.88x. 512 x 512 (38 MB): 14x14 1.2x, 7x7 0.44x. 128 x 128 at 28x28 (2.4 MB, 392
 // tiles): 1.43x.
 constexpr int64_t kWinogradFilterSumBytesPerTile = 128 << 10;
-// The data gradient on 3-D layers keeps this many slices of dy's transformed tiles per block
-// (schedules/cpu_winograd.cpp: the storage folded along depth), so it takes at most this many
-// depth taps.
+// On 3-D layers the data gradient keeps this many slices of dy's transformed tiles per block
+// (schedules/cpu_winograd.cpp: the storage folded along depth), so both gradients take at
+// most this many depth taps (generators/winograd.h's kWinogradMaxDepthTaps).
 constexpr int64_t kWinogradMaxDepthTaps = 4;
 constexpr double kWinogradMaxOvercompute = 1.5;
 

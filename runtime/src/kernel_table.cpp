@@ -63,8 +63,8 @@ constexpr Device device_cuda = Device::kCuda;
 constexpr Device device_opencl = Device::kOpenCL;
 
 // The Winograd kernels' problems (kernel_registry.h, generators/winograd.h): 2-D 3x3 with
-// unit strides and dilations (any padding), or for the data gradient 3-D (3x3 in each slice,
-// at most kWinogradMaxDepthTaps depth taps, run directly), both activations' channels per group whole slabs
+// unit strides and dilations (any padding), or 3-D (3x3 in each depth slice, at most
+// kWinogradMaxDepthTaps depth taps, run directly), both activations' channels per group whole slabs
 // (every target's register tiles divide kChannelSlab, and the transforms vectorise both),
 // 36 x C_in x C_out values that stay in cache (the filter gradient's: few per tile), and little
 // work on tiles past the edge of the activation they tile (act1: dx for the data gradient,
@@ -72,7 +72,7 @@ constexpr Device device_opencl = Device::kOpenCL;
 bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1) {
     // Spatial axes outermost first: (h, w), or (d, h, w).
     const int rank = p.spatial_rank;
-    if (rank != 2 && !(rank == 3 && d == Direction::kBackwardData)) return false;
+    if (rank != 2 && rank != 3) return false;
     for (int a = 0; a < rank; a++) {
         const bool slice_axis = a >= rank - 2;
         if ((slice_axis && p.kernel_size[a] != 3) || p.strides[a] != 1 || p.dilations[a] != 1) return false;
@@ -87,10 +87,10 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     const int64_t filter_bytes =
         kWinogradProducts * depth_taps * p.groups * act0.extent[kC] * act1.extent[kC] * dtype_size(p.dtype);
     if (filter_bytes > kWinogradMaxFilterBytes) return false;
-    const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY];
+    const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY], slices = act1.extent[canonical::kZ];
     const auto tiles_along = [](int64_t e) { return (e + kWinogradTile - 1) / kWinogradTile; };
     if (d == Direction::kBackwardWeights &&
-        filter_bytes > kWinogradFilterSumBytesPerTile * tiles_along(w) * tiles_along(h) * p.batch) {
+        filter_bytes > kWinogradFilterSumBytesPerTile * tiles_along(w) * tiles_along(h) * slices * p.batch) {
         return false;
     }
     const int64_t tiled = tiles_along(w) * tiles_along(h) * kWinogradTile * kWinogradTile;
