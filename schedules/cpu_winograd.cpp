@@ -72,7 +72,12 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
         // dy's rows the block reads, channels innermost: vectors of channels over a plain
         // loop along x (TransposedRows' form).
         const std::vector<Var> d = s.dy_rows.args();  // (c, x, y, z, g, n)
-        s.dy_rows.store_at(s.dx, ni).compute_at(s.dx, s.z).fold_storage(d[3], kWinogradMaxDepthTaps).split(d[0], c_o, c_i, vec).reorder(c_i, d[1], c_o, d[2], d[3], d[4], d[5]).vectorize(c_i);
+        s.dy_rows.store_at(s.dx, ni)
+            .compute_at(s.dx, s.z)
+            .fold_storage(d[3], kWinogradMaxDepthTaps)
+            .split(d[0], c_o, c_i, vec)
+            .reorder(c_i, d[1], c_o, d[2], d[3], d[4], d[5])
+            .vectorize(c_i);
         // (Contiguous pixels: the form above. Else, the dilation phases' every other pixel,
         // gathers and scatters.)
         s.dy_rows.specialize(s.dy_x_stride == 1);

@@ -341,7 +341,7 @@ TEST(OneDnnGraphFixed, WinogradGradients3D) {
         c.pad_begin = k.pad_begin;
         std::vector<int64_t> pads_end(3);
         for (int a = 0; a < 3; a++) {
-            pads_end[a] = (c.out[a] - 1) * c.stride[a] + (c.kernel[a] - 1) * c.dilation[a] + 1 - c.in[a] - c.pad_begin[a];
+            pads_end[a] = (c.out[a] - 1) * c.stride[a] + effective(c, a) - c.in[a] - c.pad_begin[a];
         }
         const Layouts l{3, k.nxc, false};
         onednn::ConvAttrs a;
