@@ -55,7 +55,7 @@ struct BwdDataStages {
     Expr unit_stride;     // true when every spatial stride is 1
     Expr stride_2;        // true for strides (2, 2, 1) along (x, y, z): 2-D downsampling layers
     Expr unit_dilation;   // true when every spatial dilation is 1
-    Expr c_extent, x_extent, y_extent, g_extent;
+    Expr c_extent, x_extent, y_extent, g_extent, n_extent;
     Expr kx_extent, ky_extent, kz_extent;  // the filter's taps
     // True for a square 2-D filter of taps x taps.
     Expr square_2d(int taps) const { return square_2d_filter(kx_extent, ky_extent, kz_extent, taps); }

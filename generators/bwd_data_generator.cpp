@@ -198,6 +198,7 @@ public:
         s.x_extent = dx.dim(kX).extent();  // q's extent in the x-phase variant
         s.y_extent = dx.dim(s.phased ? kY + 1 : kY).extent();
         s.g_extent = dx.dim(dx.dimensions() - 2).extent();
+        s.n_extent = dx.dim(dx.dimensions() - 1).extent();
         s.kx_extent = w.dim(kKx).extent();
         s.ky_extent = w.dim(kKy).extent();
         s.kz_extent = w.dim(kKz).extent();

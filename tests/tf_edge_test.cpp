@@ -610,11 +610,13 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         expect_matches_reference(narrow_dilated);
     }
     expect_kernels(nchw(2, 14, 14, 40, 3, "SAME", 2), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
-    // The filter gradient's tasks: a block of groups over a run of images (3 blocks over 7
-    // images: runs of 2, the last of 1; 9 blocks: every image in one run).
-    expect_kernel(nchw(7, 7, 7, 48, 3, "SAME", 1), "bwd_weights_f32_ncg");
-    expect_matches_reference(nchw(7, 7, 7, 48, 3, "SAME", 1));
-    expect_matches_reference(nchw(3, 7, 7, 136, 3, "SAME", 1));
+    // Both gradients' tasks: a block of groups over a run of images (3 blocks over 7 images:
+    // runs of 2, the last of 1; 9 blocks: every image in one run).
+    expect_kernels(nchw(7, 7, 7, 48, 5, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+    for (int64_t k : {3, 5}) {
+        expect_matches_reference(nchw(7, 7, 7, 48, k, "SAME", 1));
+        expect_matches_reference(nchw(3, 7, 7, 136, k, "SAME", 1));
+    }
 }
 
 // Data gradients with whole slabs of 32 dx channels per group take the channel-slab
