@@ -51,7 +51,10 @@ class TransposedRows : public Halide::Internal::IRMutator {
         }
         const Ramp *sr = st->index.as<Ramp>(), *lr = ld->index.as<Ramp>();
         const int lanes = ld->type.lanes();
-        if (!sr || !lr || !is_const_one(sr->stride) || is_const(lr->stride) || lanes < 2 || lanes > 16 ||
+        // (A constant stride of a chunk or more: a block's staged copy, as dx_local in the
+        // ncg data gradient; narrower constant strides are interleaved data Halide handles.)
+        if (!sr || !lr || !is_const_one(sr->stride) || (is_const(lr->stride) && !can_prove(lr->stride >= kChunk)) ||
+            lanes < 2 || lanes > 16 ||
             ld->type.bits() != 32 || sr->base.type().is_vector() || lr->base.type().is_vector()) {
             return IRMutator::visit(op);
         }

@@ -106,16 +106,26 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         // rows than the smallest: the guarded vector.
         const Var v = groups_vectorised ? s.g : s.c;
         const auto copy = [&](Stage st, int lanes, TailStrategy tail) {
-            st.split(s.x, x_o, x_i, lanes, tail).split(v, vo, vi, vec, TailStrategy::GuardWithIf);
-            if (group_blocks) {  // blocks of groups over runs of images (below)
-                st.split(s.n, n_o, n_i, images_per_task, TailStrategy::GuardWithIf)
-                    .reorder(x_i, vi, s.c, x_o, s.y, s.z, n_i, vo, n_o)
-                    .vectorize(x_i)
-                    .unroll(vi)
-                    .parallel(n_o)
-                    .parallel(vo);
+            if (group_blocks) {  // blocks of groups over runs of images (above)
+                const auto nest = [&](Stage b, TailStrategy groups_tail) {
+                    b.split(s.x, x_o, x_i, lanes, tail)
+                        .split(v, vo, vi, vec, groups_tail)
+                        .split(s.n, n_o, n_i, images_per_task, TailStrategy::GuardWithIf)
+                        .reorder(x_i, vi, s.c, x_o, s.y, s.z, n_i, vo, n_o)
+                        .vectorize(x_i)
+                        .parallel(n_o)
+                        .parallel(vo);
+                };
+                // Whole blocks (the last shifted inwards): the groups a plain loop around each
+                // x vector, which TransposedRows makes loads of 8 groups per pixel and stores of
+                // their shuffles. Fewer groups than a block: guarded, unrolled.
+                Stage few = st.specialize(s.g_extent < vec);
+                nest(few, TailStrategy::GuardWithIf);
+                few.unroll(vi);
+                nest(st, TailStrategy::ShiftInwards);
                 return;
             }
+            st.split(s.x, x_o, x_i, lanes, tail).split(v, vo, vi, vec, TailStrategy::GuardWithIf);
             if (local_row_blocks) {
                 st.split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf)
                     .reorder(x_i, vi, s.g, x_o, vo, y_i, y_o, s.z, s.n)  // blocks of a plane's rows outermost
