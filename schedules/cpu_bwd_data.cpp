@@ -53,13 +53,10 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     const bool group_blocks = groups_vectorised && channels_first;
     Var vo("vo"), vi("vi"), n_o("n_o"), n_i("n_i");
     // ncg: a thread's task is a block of groups over a run of images (n_i), each image's
-    // planes of dy staged and of dx computed in cache, one allocation a task; runs as long as
-    // about 16 tasks allow (as the filter gradient's, cpu_bwd_weights.cpp). Kernel alone,
-    // against a task per (image, block): 7x7 planes, 960 groups 1.18x, 48 groups over 32
-    // images 1.35x; mb_dw576s2_14 1.02x; batch 1 (a task per block, as before) 0.94x.
-    const Expr blocks = (s.g_extent + vec - 1) / vec;
-    const Expr runs = Halide::min(s.n_extent, (16 + blocks - 1) / blocks);
-    const Expr images_per_task = Halide::max(1, (s.n_extent + runs - 1) / runs);
+    // planes of dy staged and of dx computed in cache (cpu_staging.h). Kernel alone, against
+    // a task per (image, block): 7x7 planes, 960 groups 1.18x, 48 groups over 32 images
+    // 1.35x; mb_dw576s2_14 1.02x; batch 1 (a task per block, as before) 0.94x.
+    const Expr images_per_task = ncg_images_per_task(s.g_extent, s.n_extent, vec);
     if (group_blocks) {
         // The blocks are dx's (a guarded split): the smallest holds G % vec groups, if any.
         const std::vector<Var> a = s.dy_in.args();  // (co, x, y, z, g, n)

@@ -111,18 +111,12 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         sums.compute_root().reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
         // Nested parallel loops over (image, chunk), not one fused loop (see the NXC tiles).
         // Channels first: a thread's task is a block of groups over a run of images
-        // (`v_i`), each image's planes of the block staged once for its chunks (below), in
-        // parallel over (runs, blocks); runs as long as about 16 tasks allow (16 blocks or
-        // more: every image in one). One task per image and block (mb_dw960_7: 480 tasks
-        // of ~0.4 us, each allocating its staged planes) spent a third of the call in the
-        // thread pool and the allocator. Kernel alone: mb_dw960_7 1.22-1.36x, mb_dw576s2_14
-        // 1.11-1.17x, 48 groups of 7x7 over 32 images 1.38-1.45x; batch 1 (one image a
-        // task, as before) 0.94-0.97x.
+        // (`v_i`, cpu_staging.h), each image's planes of the block staged once for its
+        // chunks (below), in parallel over (runs, blocks). Kernel alone, against a task per
+        // (image, block): mb_dw960_7 1.22-1.36x, mb_dw576s2_14 1.11-1.17x, 48 groups of 7x7
+        // over 32 images 1.38-1.45x; batch 1 (one image a task, as before) 0.94-0.97x.
         Var v_o("v_o"), v_i("v_i");
-        const Expr images = s.r[3].extent();
-        const Expr blocks = (s.g_extent + vec - 1) / vec;
-        const Expr runs = Halide::min(images, (16 + blocks - 1) / blocks);
-        const Expr images_per_task = Halide::max(1, (images + runs - 1) / runs);
+        const Expr images_per_task = ncg_images_per_task(s.g_extent, s.r[3].extent(), vec);
         const auto loops = [&](Stage st) {
             if (group_blocks) {
                 st.split(v, v_o, v_i, images_per_task, TailStrategy::GuardWithIf)

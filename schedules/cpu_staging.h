@@ -121,6 +121,17 @@ inline void stage_rows_over_zeros(Func f, const LoopLevel &at, int vec) {
     f.update().reorder(row, a[0], a[2], a[3], a[4], a[5]).vectorize(row, vec, TailStrategy::GuardWithIf);
 }
 
+// The depthwise channels-first (ncg) tasks: a block of `vec` groups over a run of images,
+// each image's planes staged in cache and one allocation a task. The runs are as long as
+// about 16 tasks allow (16 blocks or more: every image in one run); returns the run length.
+// One task per image and block (mb_dw960_7: 480 tasks of ~0.4 us, each allocating its
+// staged planes) spent a third of the filter gradient in the thread pool and the allocator.
+inline Expr ncg_images_per_task(const Expr &groups, const Expr &images, int vec) {
+    const Expr blocks = (groups + vec - 1) / vec;
+    const Expr runs = Halide::min(images, (16 + blocks - 1) / blocks);
+    return Halide::max(1, (images + runs - 1) / runs);
+}
+
 // A flat-plane variant's input plane (generators/flat_planes.h: flat_plane, a Func of
 // (i, g, n)) copied inside `at` (one plane's loop) with the zeros around it that the taps
 // read, in whole vectors: the tiles then load it with no boundary test. Stored at `store`

@@ -610,8 +610,9 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         expect_matches_reference(narrow_dilated);
     }
     expect_kernels(nchw(2, 14, 14, 40, 3, "SAME", 2), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
-    // Both gradients' tasks: a block of groups over a run of images (3 blocks over 7 images:
-    // runs of 2, the last of 1; 9 blocks: every image in one run).
+    // Both gradients' tasks: a block of groups over a run of images (3 blocks over 7 images,
+    // and 9 over 3 with a shifted last block: runs of 2, the last of 1; every image in one
+    // run: DepthwiseManyGroupsFilter's 520 and 511 groups).
     expect_kernels(nchw(7, 7, 7, 48, 5, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     for (int64_t k : {3, 5}) {
         expect_matches_reference(nchw(7, 7, 7, 48, k, "SAME", 1));
