@@ -73,8 +73,8 @@ function(convgrad_add_kernel NAME)
     list(APPEND ARG_PARAMS schedule=${tuned})
   endif ()
   if (cpu)
-    # The CPU variants' exact generator arguments, for scripts/check-schedules.sh to lower
-    # each one for every target (generators/CMakeLists.txt writes them to cpu_kernels.txt).
+    # The CPU variants' exact generator arguments, for schedule work: lowering or timing one
+    # variant as the build compiles it (generators/CMakeLists.txt writes cpu_kernels.txt).
     string(REPLACE ";" " " args "-g ${ARG_GENERATOR};${ARG_PARAMS}")
     set_property(GLOBAL APPEND PROPERTY CONVGRAD_CPU_KERNEL_ARGS "${NAME} ${args}")
   endif ()

@@ -53,7 +53,7 @@ public:
         dx_ = add_output<Buffer<>>("dx", t, x_phases == 2 ? kPhaseActDims : kActDims);
     }
 
-    void generate() {
+    void generate_variant() {
         if (flat_planes) {
             generate_flat_planes();
             return;

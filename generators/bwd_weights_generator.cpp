@@ -44,7 +44,7 @@ public:
         dw_ = add_output<Buffer<>>("dw", t, kFilterDims);
     }
 
-    void generate() {
+    void generate_variant() {
         if (winograd) {
             generate_winograd();
             return;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "Halide.h"
+#include "accumulator_check.h"
 #include "canonical.h"
 #include "fixed_problem_text.h"
 
@@ -228,6 +229,18 @@ public:
     GeneratorInput<int32_t> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, stride_z{"stride_z", 1};
     GeneratorInput<int32_t> dilation_x{"dilation_x", 1}, dilation_y{"dilation_y", 1}, dilation_z{"dilation_z", 1};
     GeneratorInput<int32_t> pad_x{"pad_x", 0}, pad_y{"pad_y", 0}, pad_z{"pad_z", 0};
+
+    // Halide's entry point: the variant's algorithm and schedule (T::generate_variant), then,
+    // on CPU targets, the check that every allocation of the accumulator holds its update
+    // (accumulator_check.h), run by the pipeline's lowering.
+    void generate() {
+        static_cast<T *>(this)->generate_variant();
+        const Target t = this->get_target();
+        if (!t.has_gpu_feature()) {
+            this->get_pipeline().add_custom_lowering_pass(
+                new AccumulatorCheck("dtype=" + dtype.value() + " layout=" + layout.value() + " target=" + t.to_string()));
+        }
+    }
 
 protected:
     Type storage() const { return storage_type(dtype); }

@@ -1,0 +1,133 @@
+// A lowering pass that checks, and changes nothing: every allocation of the accumulator
+// `acc` must hold acc's update. Halide 14 has twice lowered a specialisation branch of a
+// CPU schedule without acc's update stage (a tile condition it simplified, a select it
+// folded), and the kernel then returned zeros on the shapes that took that branch. Run in
+// the generator, the check covers every kernel the build (x86 multitarget paths, ARM64) or
+// the JIT lowers, and fails that compile instead of shipping the branch.
+//
+// An allocation counts as updated when its body holds a loop or let of an update stage of
+// acc (`acc.s1.*`, ...) or, where those loops were unrolled away, a store to acc that
+// reads acc. Each allocation is checked on its own: a branch that lost its update is
+// reported even where its sibling branches kept theirs.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "Halide.h"
+
+namespace convgrad::gen {
+
+class AccumulatorCheck : public Halide::Internal::IRMutator {
+public:
+    static constexpr const char *kFunc = "acc";
+
+    // `what`: the kernel, for the message (generator, params, target).
+    explicit AccumulatorCheck(std::string what) : what_(std::move(what)) {}
+
+    // Whether `name` is acc's, as Halide names it: "acc", or "acc$1" where a process lowers
+    // several pipelines that each have an acc (a test does; the generators have one).
+    static bool is_acc(const std::string &name) {
+        const std::string f = kFunc;
+        return name == f || (name.rfind(f + "$", 0) == 0);
+    }
+    // Whether `name` belongs to an update stage of the Func `func`: "acc.s1.r$x" and the like,
+    // not the pure definition's "acc.s0.*".
+    static bool is_update_name(const std::string &name, const std::string &func) {
+        const std::string prefix = func + ".s";
+        return name.rfind(prefix, 0) == 0 && name.size() > prefix.size() && name[prefix.size()] != '0';
+    }
+
+    using IRMutator::mutate;
+    Halide::Internal::Stmt mutate(const Halide::Internal::Stmt &s) override {
+        Finder f;
+        s.accept(&f);
+        if (!f.missing.empty()) {
+            throw std::runtime_error("convgrad: " + what_ + ": " + std::to_string(f.missing.size()) +
+                                     " allocation(s) of " + kFunc + " without its update stage (Halide dropped it; " +
+                                     "the branch would compute zeros). Innermost condition of the first: " +
+                                     f.missing.front());
+        }
+        return s;
+    }
+
+private:
+    // Walks the statement: per allocation of acc, whether its body updates acc.
+    struct Finder : public Halide::Internal::IRVisitor {
+        using IRVisitor::visit;
+        struct Open {
+            std::string name;
+            int updates = 0;
+        };
+        std::vector<Open> open;               // allocations of acc around the node, innermost last
+        std::vector<std::string> conditions;  // enclosing branch conditions, innermost last
+        std::vector<std::string> missing;     // per allocation without an update: its condition
+
+        // A mark of an update of `func` counts for the innermost allocation of it.
+        void mark(const std::string &func) {
+            for (auto it = open.rbegin(); it != open.rend(); ++it) {
+                if (it->name == func) {
+                    it->updates++;
+                    return;
+                }
+            }
+        }
+        void mark_if_update(const std::string &name) {
+            for (const Open &o : open) {
+                if (is_update_name(name, o.name)) mark(o.name);
+            }
+        }
+        void visit(const Halide::Internal::Allocate *op) override {
+            if (!is_acc(op->name)) return IRVisitor::visit(op);
+            open.push_back({op->name, 0});
+            IRVisitor::visit(op);
+            const bool updated = open.back().updates > 0;
+            open.pop_back();
+            if (!updated) missing.push_back(conditions.empty() ? "(none)" : conditions.back());
+        }
+        void visit(const Halide::Internal::IfThenElse *op) override {
+            op->condition.accept(this);
+            std::ostringstream c;
+            c << op->condition;
+            conditions.push_back(c.str());
+            op->then_case.accept(this);
+            conditions.back() = "!(" + conditions.back() + ")";
+            if (op->else_case.defined()) op->else_case.accept(this);
+            conditions.pop_back();
+        }
+        void visit(const Halide::Internal::For *op) override {
+            mark_if_update(op->name);
+            IRVisitor::visit(op);
+        }
+        void visit(const Halide::Internal::LetStmt *op) override {
+            mark_if_update(op->name);
+            IRVisitor::visit(op);
+        }
+        void visit(const Halide::Internal::Store *op) override {
+            if (is_acc(op->name) && reads(op->value, op->name)) mark(op->name);
+            IRVisitor::visit(op);
+        }
+
+        static bool reads(const Halide::Expr &e, const std::string &buffer) {
+            struct Reads : public Halide::Internal::IRVisitor {
+                using IRVisitor::visit;
+                std::string buffer;
+                bool found = false;
+                void visit(const Halide::Internal::Load *op) override {
+                    found |= op->name == buffer;
+                    IRVisitor::visit(op);
+                }
+            } r;
+            r.buffer = buffer;
+            e.accept(&r);
+            return r.found;
+        }
+    };
+
+    std::string what_;
+};
+
+}  // namespace convgrad::gen
