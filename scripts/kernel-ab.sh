@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Schedule work: one kernel variant from two generator executables (or one, with other
-# params), A/B in one process on one fixed problem (bench/kernel_ab.cpp), AVX-512 path.
+# params), A/B in one process on one fixed problem (bench/kernel_ab.cpp), AVX-512 path
+# (TARGET=x86-64-linux-avx-avx2-f16c-fma-sse41 for the AVX2 one, on a machine without AVX-512).
 # The suite's per-problem A/B moves by +-10 % between rounds on this VM; this one by ~3 %.
 #   scripts/kernel-ab.sh GEN_A GEN_B GENERATOR "PARAMS" FIXED IN0 IN1 OUT [ROUNDS]
 # PARAMS: the variant's generator params (dtype=float32 layout=nxc x_phases=1 ...);
@@ -16,7 +17,7 @@
 # PROFILE_B=1: B built with Halide's profiler (its time per Func printed at exit).
 # KEEP=DIR: build in DIR and keep it (DIR/kernel_ab for `perf record`).
 set -euo pipefail
-[ $# -ge 8 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -ge 8 ] || { sed -n '2,18p' "$0"; exit 2; }
 gen_a=$(realpath "$1"); gen_b=$(realpath "$2"); generator=$3; params=$4; fixed=$5
 src=$(realpath "$(dirname "$0")/../bench/kernel_ab.cpp")
 if [ -n "${KEEP:-}" ]; then
@@ -28,7 +29,7 @@ else
 fi
 profile_b=""
 [ -n "${PROFILE_B:-}" ] && profile_b="-profile"
-target=x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41-user_context
+target=${TARGET:-x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41}-user_context
 "$gen_a" -r runtime -o "$work" -e static_library target=$target
 # shellcheck disable=SC2086  # params are words
 "$gen_a" -g "$generator" -f kern_a -n a -o "$work" -e static_library target=$target-no_runtime $params ${EXTRA_A:-}
