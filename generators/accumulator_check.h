@@ -28,11 +28,15 @@ public:
     // `what`: the kernel, for the message (generator, params, target).
     explicit AccumulatorCheck(std::string what) : what_(std::move(what)) {}
 
-    // Whether `name` is acc's, as Halide names it: "acc", or "acc$1" where a process lowers
-    // several pipelines that each have an acc (a test does; the generators have one).
+    // Whether `name` is acc's, as Halide names it: "acc", or "acc$1", "acc$2", ... where a
+    // process lowers several pipelines that each have an acc (a multitarget build lowers
+    // one per ISA path). Not the Funcs named after it ("acc$1_intm_in_acc$1", rfactor's
+    // pure copy of its partial sums, has no update of its own).
     static bool is_acc(const std::string &name) {
-        const std::string f = kFunc;
-        return name == f || (name.rfind(f + "$", 0) == 0);
+        const std::string f = std::string(kFunc) + "$";
+        if (name == kFunc) return true;
+        if (name.rfind(f, 0) != 0 || name.size() == f.size()) return false;
+        return name.find_first_not_of("0123456789", f.size()) == std::string::npos;
     }
     // Whether `name` belongs to an update stage of the Func `func`: "acc.s1.r$x" and the like,
     // not the pure definition's "acc.s0.*".
