@@ -71,7 +71,11 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     }
     const RVar co = s.r[0], kx = s.r[1], ky = s.r[2], kz = s.r[3];
     // vectors x pixels accumulators: 12 of 32 registers with AVX-512, 6 of 16 otherwise.
-    const int pixels = s.tuned.get("pixels", vector_registers(target) == 32 ? 6 : 3);
+    // Depthwise tiles are one vector wide (below), so 16 registers hold 6 pixels (7 on rows
+    // of 7s) too: with 3, an AVX2 tile kept 3 FMA chains in flight for its taps' loop
+    // overhead (2 GHz Zen 1, kernel alone: NHWC mb_dw32_112 1.50x, mb_dw192_28 1.81x, 5x5
+    // over 13x13 at batch 1 1.53x; NCHW ncg mb_dw960_7 1.57x).
+    const int pixels = s.tuned.get("pixels", vector_registers(target) == 32 || groups_vectorised ? 6 : 3);
     const int vectors = s.tile_vectors(target);
     // (4 x 7 pointwise tiles spill: rn50_1x1_56 1.2x slower than 4 x 6.)
     const bool rows7 = s.tuned.get("rows7", pixels == 6 && vectors == 2 ? 1 : 0) != 0;
