@@ -5,6 +5,7 @@
 # Results go to $OUT (or gpu-results/).
 #   scripts/gpu-check.sh            # everything
 #   SKIP_BENCH=1 SKIP_SANITIZER=1 scripts/gpu-check.sh
+#   BENCH_DTYPES=f32 scripts/gpu-check.sh   # a shorter lease: one dtype benchmarked
 # Where the machine cannot build (the `device` tool's), run scripts/gpu-pack.sh here first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ build/tools/convgrad info | tee "$out/info.txt"
 CONVGRAD_TEST_CASES="${CONVGRAD_TEST_CASES:-300}" build/tests/convgrad_gpu_tests 2>&1 | tee "$out/gpu_tests.txt"
 
 if [ -z "${SKIP_BENCH:-}" ]; then
-  for dtype in f32 f16; do
+  for dtype in ${BENCH_DTYPES:-f32 f16}; do
     build/tools/convgrad bench --batch bench/suite.conv --device cuda --dtype "$dtype" \
       --json "$out/convgrad_cuda_$dtype.json" > "$out/convgrad_cuda_$dtype.md"
     python3 bench/cudnn_bench.py "$out/convgrad_cuda_$dtype.json" --json "$out/joint_$dtype.json" \
