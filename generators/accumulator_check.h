@@ -64,31 +64,31 @@ private:
         using IRVisitor::visit;
         struct Open {
             std::string name;
-            int updates = 0;
+            bool updated = false;
         };
         std::vector<Open> open;               // allocations of acc around the node, innermost last
         std::vector<std::string> conditions;  // enclosing branch conditions, innermost last
         std::vector<std::string> missing;     // per allocation without an update: its condition
 
-        // A mark of an update of `func` counts for the innermost allocation of it.
-        void mark(const std::string &func) {
+        // A mark counts for the innermost open allocation that `is_mark` accepts (by name).
+        template<typename Accepts>
+        void mark(Accepts is_mark) {
             for (auto it = open.rbegin(); it != open.rend(); ++it) {
-                if (it->name == func) {
-                    it->updates++;
+                if (is_mark(it->name)) {
+                    it->updated = true;
                     return;
                 }
             }
         }
+        // A loop or let of an update stage of one of the open allocations' Funcs.
         void mark_if_update(const std::string &name) {
-            for (const Open &o : open) {
-                if (is_update_name(name, o.name)) mark(o.name);
-            }
+            mark([&](const std::string &func) { return is_update_name(name, func); });
         }
         void visit(const Halide::Internal::Allocate *op) override {
             if (!is_acc(op->name)) return IRVisitor::visit(op);
-            open.push_back({op->name, 0});
+            open.push_back({op->name, false});
             IRVisitor::visit(op);
-            const bool updated = open.back().updates > 0;
+            const bool updated = open.back().updated;
             open.pop_back();
             if (!updated) missing.push_back(conditions.empty() ? "(none)" : conditions.back());
         }
@@ -111,7 +111,9 @@ private:
             IRVisitor::visit(op);
         }
         void visit(const Halide::Internal::Store *op) override {
-            if (is_acc(op->name) && reads(op->value, op->name)) mark(op->name);
+            if (is_acc(op->name) && reads(op->value, op->name)) {
+                mark([&](const std::string &func) { return func == op->name; });
+            }
             IRVisitor::visit(op);
         }
 

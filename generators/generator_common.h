@@ -158,6 +158,7 @@ struct FixedProblem {
 //            px_vectors (pixel-vector variants: vectors of pixels per tile),
 //            block_rows (NXC, NXG, _px: dx rows per staged block of dy)
 //   weights: ci_tile, co_vectors, dw_rows (depthwise: output rows per partial sum),
+//            dw_positions (depthwise: positions along x per unrolled step of the tile),
 //            chunk_kb (x and dy per cache block of the reduction, 0: unblocked),
 //            chunk_positions (the fewest output positions per block)
 //   gpu:     block (threads per block), rows_per_part (filter gradient)
@@ -166,7 +167,7 @@ public:
     ScheduleParams() = default;
     ScheduleParams(const std::string &text, const Target &t) : isa_(isa_path(t)) {
         static const char *const known[] = {"pixels", "vectors", "rows7", "px_vectors", "block_rows", "ci_tile", "co_vectors",
-                                            "dw_rows", "chunk_kb", "chunk_positions", "chunk_max_kb", "block", "rows_per_part",
+                                            "dw_rows", "dw_positions", "chunk_kb", "chunk_positions", "chunk_max_kb", "block", "rows_per_part",
                                             "wg_tiles", "wg_vectors", "wg_tile_count", "wg_chunks"};
         std::stringstream items(text);
         std::string item;

@@ -446,6 +446,15 @@ TEST_F(CliTest, TuneSmoke) {
     r = run(args);  // resumes: everything is in the log
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
     EXPECT_NE(r.stderr_text.find("(" + std::to_string(lines) + " from the log)"), std::string::npos) << r.stderr_text;
+    // Another ISA path's items survive a run on this one (only this path's are replaced).
+    std::ofstream(path("db3.json")) << R"({"variants": {"bwd_weights_f32_nxc": {"schedule": "riscv_v.ci_tile:6"}}})";
+    r = run({"tune", "--batch", path("one.conv"), "--dir", "BWD_W", "--db", path("db3.json"), "--log",
+             path("db.json.log.jsonl"), "--min-time", "0"});
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    std::ifstream db3(path("db3.json"));
+    const std::string j3((std::istreambuf_iterator<char>(db3)), {});
+    EXPECT_NE(j3.find("\"schedule\": \"riscv_v.ci_tile:6"), std::string::npos) << j3;
+    EXPECT_NE(j3.find("\"runs\""), std::string::npos) << j3;
     std::filesystem::remove(path("db.json.log.jsonl"));
     r = run({"tune", "--batch", path("one.conv"), "--dir", "BWD_W", "--db", path("db2.json"), "--budget", "0.001"});
     ASSERT_EQ(r.exit_code, 0) << r.stderr_text;

@@ -284,6 +284,26 @@ TEST_F(Jit, ScheduleParametersKeepResults) {
     EXPECT_NE(r.status.message().find("unknown parameter 'pixel'"), std::string::npos) << r.status.message();
 }
 
+// Generic kernels (specialise = false, as `convgrad tune` compiles them): the AOT build's
+// kernel, so one compile serves two problems of its variant, with the AOT kernel's results.
+TEST_F(Jit, GenericKernelsServeEveryProblemOfTheirVariant) {
+    jit::Options o;
+    o.cache_dir = cache;
+    o.specialise = false;
+    ASSERT_TRUE(jit::enable(o).is_ok());
+    ConvProblem p = layer();
+    for (int64_t batch : {2, 3}) {
+        p.batch = batch;
+        const Inputs in = inputs(p, 320 + batch);
+        const RunResult aot = run_data(p, in, Backend::kAot);
+        const RunResult jit = run_data(p, in, Backend::kJit);
+        ASSERT_TRUE(aot.status.is_ok() && jit.status.is_ok()) << aot.status.message() << jit.status.message();
+        EXPECT_NE(jit.kernel.find("bwd_data_f32_nxc_s2"), std::string::npos) << jit.kernel;
+        EXPECT_LE(relative_error(jit.result, aot.result), 1e-6);
+    }
+    EXPECT_EQ(delta().compiles, 1);
+}
+
 TEST_F(Jit, MissingGeneratorIsAnError) {
     jit::Options o;
     o.cache_dir = cache;

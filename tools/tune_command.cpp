@@ -1,8 +1,10 @@
-// convgrad tune --batch FILE [--dir BWD_D|BWD_W|both] [--dtype f32|...] [--budget SECONDS]
+// convgrad tune --batch FILE [--dir BWD_D|BWD_W|both] [--layout nhwc|nchw|both] [--dtype f32|...] [--budget SECONDS]
 //               [--db PATH] [--log PATH] [--min-time S] [--threads N]
 //
 // The autotuner: for each problem, the kernel variant the registry picks is compiled (through
-// the JIT, for that exact problem) with each candidate of its schedule parameters and timed.
+// the JIT, as the generic kernel the AOT build ships: a kernel specialised to the problem
+// favoured other tiles, rn50_1x1_7's filter gradient ci_tile 6 by 1.08x where the shipped
+// kernel gains 1.20x) with each candidate of its schedule parameters and timed.
 // Every measurement is appended to a log (JSON lines), so an interrupted run resumes where it
 // stopped; the JIT's disk cache keeps the compiled candidates too. Then, per variant, the
 // candidate with the best geomean speedup over the schedules' defaults, across all problems
@@ -11,7 +13,8 @@
 // command that produced it; the AOT build and the JIT read it. Every candidate's result is
 // checked against the AOT kernel's first: a wrong one is logged and never chosen; a winner
 // must also match the AOT kernel on narrow and odd rows (correct_on_other_shapes). Parameters are qualified by
-// this CPU's ISA path (e.g. avx512_skylake.pixels:5), so other paths keep their defaults.
+// this CPU's ISA path (e.g. avx512_skylake.pixels:5): other paths keep their defaults, and the
+// items an earlier run wrote for them stay in the database (merged_database).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +27,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "commands.h"
 #include "kernel_variant.h"
@@ -36,14 +40,18 @@ namespace {
 using nlohmann::json;
 
 // The candidates of a variant's schedule parameters ("" = the schedules' defaults, always
-// first). The grids span the register-tile shapes that fit 32 (AVX-512, NEON) or 16 vector
-// registers, the depthwise filter gradient's row chunks, and the Winograd kernels' blocks of
+// first). The grids span the register-tile shapes that fit this path's 32 (AVX-512, NEON) or
+// 16 vector registers, the depthwise filter gradient's row chunks, and the Winograd kernels' blocks of
 // tiles.
 std::vector<std::string> candidates(const std::string &variant, const std::string &isa) {
     std::vector<std::string> out = {""};
     const bool data = variant.rfind("bwd_data", 0) == 0;
     const bool depthwise = variant.find("_nxg") != std::string::npos || variant.find("_ncg") != std::string::npos;
     const auto q = [&](const std::string &k, int v) { return isa + "." + k + ":" + std::to_string(v); };
+    // The register file: 32 vectors (AVX-512, NEON) or 16 (AVX2, SSE4.1), whose register
+    // tiles hold up to 24 or 13 accumulators beside the loads and broadcasts.
+    const bool wide = isa == "avx512_skylake" || isa == "arm64";
+    const int max_tile = wide ? 24 : 13;
     if (variant.size() > 4 && variant.substr(variant.size() - 4) == "_any") return out;  // scalar fallback
     const KernelVariant v = KernelVariant::parse(variant);  // the suffixes only
     const bool pixel_vectors = v.pixel_vectors || v.flat_planes;  // both tile vectors of pixels
@@ -64,16 +72,25 @@ std::vector<std::string> candidates(const std::string &variant, const std::strin
     } else if (data) {
         for (int vectors : {1, 2, 3}) {
             for (int px : {3, 4, 5, 6, 8}) {
-                if (vectors * px > 24 || (vectors == 2 && px == 6)) continue;  // registers; (2, 6) is the default
+                // Tiles that leave registers for the loads; not the defaults (2 x 6, or 2 x 3).
+                if (vectors * px > max_tile || (vectors == 2 && px == (wide ? 6 : 3))) continue;
+                if (v.pointwise && vectors == 3) continue;  // its tiles divide a slab of 64 channels
                 out.push_back(q("vectors", vectors) + "/" + q("pixels", px) + "/" + q("rows7", 0));
             }
         }
     } else if (depthwise) {
-        for (int rows : {2, 8, 16}) out.push_back(q("dw_rows", rows));
+        // Row chunks, and positions per unrolled step (1: fewer live vectors beside the 9
+        // taps' accumulators, for 16 registers). One of them is the defaults (4 or 8 rows by
+        // layout, 2 positions): measured twice, it cannot win by 3 %.
+        for (int rows : {2, 4, 8, 16}) {
+            for (int positions : {1, 2}) {
+                out.push_back(q("dw_rows", rows) + (positions == 2 ? "" : "/" + q("dw_positions", positions)));
+            }
+        }
     } else {
         for (int co : {1, 2, 3}) {
             for (int ci : {4, 6, 8, 10}) {
-                if (co * ci > 24 || (co == 2 && ci == 8)) continue;
+                if (co * ci > max_tile || (co == 2 && ci == (wide ? 8 : 4))) continue;  // as above (2 x 8, or 2 x 4)
                 out.push_back(q("co_vectors", co) + "/" + q("ci_tile", ci));
             }
         }
@@ -87,8 +104,10 @@ struct Task {
     Direction d;
 };
 
+// ("generic": the kernels measured are the AOT build's, not specialised to the problem as the
+// first logs' were, so those logs' lines do not resume a run.)
 std::string measurement_key(const std::string &line, const std::string &dir, DType t, const std::string &schedule) {
-    return line + "|" + dir + "|" + dtype_name(t) + "|" + schedule;
+    return line + "|" + dir + "|" + dtype_name(t) + "|generic|" + schedule;
 }
 
 // A candidate must be right everywhere the AOT build would use it, not only on the tuned
@@ -109,6 +128,7 @@ Status use_candidate(const std::string &schedule) {
     jit::Options o;
     o.schedule = schedule;
     o.use_database = false;
+    o.specialise = false;  // the generic kernels the AOT build ships, not the problem's own
     return jit::enable(o);
 }
 
@@ -182,15 +202,72 @@ std::vector<std::pair<double, std::string>> confirm(const std::vector<const Task
 }
 
 
+// A variant's tuned items for the other ISA paths ("avx512_skylake.dw_rows:8/avx2.dw_rows:8"
+// without `isa`'s): a run tunes the path this CPU takes and replaces only that path's items,
+// so an AVX2 machine's run keeps what an AVX-512 machine found, and the reverse.
+std::string other_paths_items(const std::string &schedule, const std::string &isa) {
+    std::string out, item;
+    std::stringstream items(schedule);
+    while (std::getline(items, item, '/')) {
+        if (item.empty() || item.rfind(isa + ".", 0) == 0) continue;
+        out += (out.empty() ? "" : "/") + item;
+    }
+    return out;
+}
+
+// The database after this run: each tuned variant's entry keeps the other paths' items and
+// their records ("paths": per ISA path, the problems, gain and command that chose them), and
+// variants this run did not tune stay as they were. The runs' commands are kept per path too.
+// (Entries written before paths were recorded apart carry the old top-level isa_path.)
+json merged_database(const json &old, const std::string &isa, const json &run,
+                     const std::map<std::string, json> &results) {
+    const bool ok = !old.is_discarded() && old.is_object();
+    json variants = ok && old.contains("variants") ? old["variants"] : json::object();
+    json runs = ok && old.contains("runs") ? old["runs"] : json::object();
+    if (ok && old.contains("isa_path") && old.contains("command") && !runs.contains(old["isa_path"].get<std::string>())) {
+        runs[old["isa_path"].get<std::string>()] = {{"command", old["command"]}};
+    }
+    for (auto &[name, entry] : variants.items()) {
+        if (!entry.contains("paths") && ok && old.contains("isa_path")) {
+            entry["paths"] = {{old["isa_path"].get<std::string>(),
+                               {{"problems", entry.value("problems", 0)}, {"geomean_speedup", entry.value("geomean_speedup", 1.0)}}}};
+            entry.erase("problems");
+            entry.erase("geomean_speedup");
+        }
+    }
+    for (const auto &[name, result] : results) {  // every variant this run tuned; null: defaults won
+        json entry = variants.contains(name) ? variants[name] : json::object();
+        std::string schedule = other_paths_items(entry.value("schedule", ""), isa);
+        json paths = entry.contains("paths") ? entry["paths"] : json::object();
+        paths.erase(isa);
+        if (!result.is_null()) {
+            schedule += (schedule.empty() ? "" : "/") + result["schedule"].get<std::string>();
+            paths[isa] = {{"problems", result["problems"]}, {"geomean_speedup", result["geomean_speedup"]}};
+        }
+        if (schedule.empty()) {
+            variants.erase(name);
+        } else {
+            variants[name] = {{"schedule", schedule}, {"paths", paths}};
+        }
+    }
+    runs[isa] = run;
+    return {{"about", "Tuned schedule parameters, written by `convgrad tune` (tools/tune_command.cpp); read by the AOT "
+                      "build (cmake/ConvgradKernels.cmake) and the JIT. Do not edit by hand: rerun the command on a "
+                      "machine of each ISA path (runs)."},
+            {"runs", runs},
+            {"variants", variants}};
+}
+
 }  // namespace
 
 int tune_command(int argc, char **argv) {
     CLI::App app{"convgrad tune: search the schedules' parameters on real problems", "tune"};
-    std::string batch, dir = "both", dtype_arg = "float32", db, log;
+    std::string batch, dir = "both", layout = "nhwc", dtype_arg = "float32", db, log;
     double budget = 600, min_time = 0.1;
     int threads = 2;
     app.add_option("--batch", batch, "problems, one benchdnn descriptor per line")->required();
     app.add_option("--dir", dir, "BWD_D, BWD_W or both (default)");
+    app.add_option("--layout", layout, "nhwc (default: NHWC activations, HWIO weights), nchw (OIHW) or both");
     app.add_option("--dtype", dtype_arg, "float32 (default), float64, float16, bfloat16, int32");
     app.add_option("--budget", budget, "seconds of tuning (default 600); the log keeps what was measured");
     app.add_option("--db", db, "database to write (default: this build's schedules/tuned/<family>.json)");
@@ -207,6 +284,7 @@ int tune_command(int argc, char **argv) {
     DType dtype;
     if (!parse_dtype(dtype_arg, &dtype)) return report_invalid("tune: --dtype: unknown '" + dtype_arg + "'");
     if (dir != "both" && dir != "BWD_D" && dir != "BWD_W") return report_invalid("tune: --dir: must be BWD_D, BWD_W or both");
+    if (layout != "both" && layout != "nhwc" && layout != "nchw") return report_invalid("tune: --layout: must be nhwc, nchw or both");
     if (budget <= 0 || min_time < 0 || threads < 1) return report_invalid("tune: --budget, --min-time and --threads must be positive");
     db = jit::database_path(db);
     if (log.empty()) log = db + ".log.jsonl";
@@ -217,15 +295,21 @@ int tune_command(int argc, char **argv) {
 
     // The variant each problem runs (the registry's choice, AOT).
     std::vector<Task> tasks;
-    for (const bench::BenchProblem &b : problems.value) {
-        const ConvProblem p = bench::to_problem(b, false, dtype);
-        if (Status s = validate(p); !s) return report(Status(s.code(), "tune: " + b.name + ": " + s.message()));
-        for (Direction d : {Direction::kBackwardData, Direction::kBackwardWeights}) {
-            const std::string name = d == Direction::kBackwardData ? "BWD_D" : "BWD_W";
-            if (dir != "both" && dir != name) continue;
-            auto g = bench::ConvgradGradient::create(p, d, Device::kCpu, Backend::kAot);
-            if (!g.is_ok()) return report(Status(g.status.code(), "tune: " + b.name + ": " + g.status.message()));
-            tasks.push_back({b.name, name, b.line, g.value->kernel(), p, d});
+    // Per layout, the problem's line (the measurements' key) marked " nchw" for NCHW, and its
+    // name likewise; a variant that both layouts run is tuned on both sets of problems.
+    for (const bool nchw : {false, true}) {
+        if (layout != "both" && (layout == "nchw") != nchw) continue;
+        for (const bench::BenchProblem &b : problems.value) {
+            const ConvProblem p = bench::to_problem(b, nchw, dtype);
+            const std::string problem = b.name + (nchw ? " nchw" : ""), line = b.line + (nchw ? " nchw" : "");
+            if (Status s = validate(p); !s) return report(Status(s.code(), "tune: " + problem + ": " + s.message()));
+            for (Direction d : {Direction::kBackwardData, Direction::kBackwardWeights}) {
+                const std::string name = d == Direction::kBackwardData ? "BWD_D" : "BWD_W";
+                if (dir != "both" && dir != name) continue;
+                auto g = bench::ConvgradGradient::create(p, d, Device::kCpu, Backend::kAot);
+                if (!g.is_ok()) return report(Status(g.status.code(), "tune: " + problem + ": " + g.status.message()));
+                tasks.push_back({problem, name, line, g.value->kernel(), p, d});
+            }
         }
     }
 
@@ -296,7 +380,7 @@ int tune_command(int argc, char **argv) {
     // variant's problems (only candidates measured on all of them).
     std::map<std::string, std::vector<const Task *>> by_variant;
     for (const Task &t : tasks) by_variant[t.variant].push_back(&t);
-    json variants = json::object();
+    std::map<std::string, json> results;  // per variant tuned: the winner, or null (the defaults)
     std::printf("| variant | problems | best parameters | geomean speedup over defaults |\n|---|---|---|---|\n");
     for (const auto &[variant, ts] : by_variant) {
         // Candidates by gain, best first; the first that also passes the shape sweep wins.
@@ -336,33 +420,20 @@ int tune_command(int argc, char **argv) {
         std::fprintf(stderr, "\n");
         std::printf("| %s | %zu | %s | %.3fx |\n", variant.c_str(), ts.size(), best.empty() ? "defaults" : best.c_str(),
                     best_gain);
-        if (!best.empty()) {
-            variants[variant] = {{"schedule", best}, {"problems", ts.size()}, {"geomean_speedup", best_gain}};
-        }
+        if (best.empty() && out_of_time) continue;  // not all measured: this path's earlier entry stays
+        results[variant] = best.empty() ? json()
+                                        : json{{"schedule", best}, {"problems", ts.size()}, {"geomean_speedup", best_gain}};
     }
 
     jit::disable();
 
     std::string command = "convgrad tune";
     for (int i = 0; i < argc; i++) command += std::string(" ") + argv[i];
-    json j = {{"about", "Tuned schedule parameters, written by `convgrad tune` (tools/tune_command.cpp); read by the AOT "
-                        "build (cmake/ConvgradKernels.cmake) and the JIT. Do not edit by hand: rerun the command."},
-              {"command", command},
-              {"isa_path", isa},
-              {"dtype", dtype_name(dtype)},
-              {"measurements", measured.size()},
-              {"complete", !out_of_time},
-              {"variants", variants}};
-    // Keep other ISA paths' and dtypes' entries from earlier runs.
-    {
-        std::ifstream in(db);
-        json old = in ? json::parse(in, nullptr, false) : json();
-        if (!old.is_discarded() && old.contains("variants")) {
-            for (auto &[k, v] : old["variants"].items()) {
-                if (!j["variants"].contains(k) && !by_variant.count(k)) j["variants"][k] = v;
-            }
-        }
-    }
+    json old;
+    if (std::ifstream in(db); in) old = json::parse(in, nullptr, false);
+    const json run = {{"command", command}, {"dtype", dtype_name(dtype)}, {"measurements", measured.size()},
+                      {"complete", !out_of_time}};
+    const json j = merged_database(old, isa, run, results);
     const std::string tmp = db + ".tmp";
     {
         std::ofstream f(tmp);

@@ -159,12 +159,13 @@ public:
         configure();
     }
 
-    Result<KernelFn> kernel(const KernelEntry &base, const std::string &fixed, JitLookup how) override {
+    Result<KernelFn> kernel(const KernelEntry &base, const std::string &problem_text, JitLookup how) override {
         Options options;
         {
             std::lock_guard<std::mutex> lock(mutex_);
             options = options_;
         }
+        const std::string fixed = options.specialise ? problem_text : "";
         const std::string text = key_text(base, fixed, options), name = hash_name(text);
         if (KernelFn fn = from_memory(name, how != JitLookup::kPeek)) return fn;
         if (how == JitLookup::kPeek) return Status::unsupported("jit: not loaded");
@@ -300,8 +301,8 @@ private:
                                              "-e", options.schedule_dir.empty() ? "object" : "object,schedule",
                                              "-n", "kernel",
                                              "target=" + jit_target(),
-                                             std::string("dtype=") + dtype_name(base.dtype),
-                                             "fixed=" + fixed};
+                                             std::string("dtype=") + dtype_name(base.dtype)};
+        if (!fixed.empty()) gen_args.push_back("fixed=" + fixed);  // (empty: generic, as the AOT build)
         for (const std::string &p : KernelVariant::parse(base.layout).generator_params(data)) gen_args.push_back(p);
         // (The generator's command line rejects an empty value.)
         if (const std::string params = schedule_params(base, options); !params.empty()) {

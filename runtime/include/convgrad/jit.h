@@ -41,6 +41,10 @@ struct Options {
     // unless use_database is false: then the schedules' defaults. `convgrad tune` sets both.
     std::string schedule;
     bool use_database = true;
+    // Kernels specialised to the exact problem (its sizes, strides and pads compiled in as
+    // constants). False: the same generic kernel the AOT build ships, for the problem's
+    // variant and schedule parameters (`convgrad tune` measures what the AOT build runs).
+    bool specialise = true;
     std::string database;        // empty: the installed schedules/tuned/<family>.json, else the source tree's
 };
 
