@@ -3,8 +3,8 @@
 //
 // The autotuner: for each problem, the kernel variant the registry picks is compiled (through
 // the JIT, as the generic kernel the AOT build ships: a kernel specialised to the problem
-// favoured other tiles, rn50_1x1_7's filter gradient ci_tile 6 by 1.08x where the shipped
-// kernel gains 1.20x) with each candidate of its schedule parameters and timed.
+// ranks tiles differently, rn50_1x1_7's filter gradient gained 1.08x from ci_tile 6 there
+// and 1.20x in the shipped kernel) with each candidate of its schedule parameters and timed.
 // Every measurement is appended to a log (JSON lines), so an interrupted run resumes where it
 // stopped; the JIT's disk cache keeps the compiled candidates too. Then, per variant, the
 // candidate with the best geomean speedup over the schedules' defaults, across all problems
@@ -216,8 +216,8 @@ std::string other_paths_items(const std::string &schedule, const std::string &is
 }
 
 // The database after this run: each tuned variant's entry keeps the other paths' items and
-// their records ("paths": per ISA path, the problems, gain and command that chose them), and
-// variants this run did not tune stay as they were. The runs' commands are kept per path too.
+// their records ("paths": per ISA path, the problems and the gain), and variants this run
+// did not tune stay as they were. Each path's last run (its command) is kept in "runs".
 // (Entries written before paths were recorded apart carry the old top-level isa_path.)
 json merged_database(const json &old, const std::string &isa, const json &run,
                      const std::map<std::string, json> &results) {
