@@ -5,8 +5,9 @@
 // the generator, the check covers every kernel the build (x86 multitarget paths, ARM64) or
 // the JIT lowers, and fails that compile instead of shipping the branch.
 //
-// An allocation counts as updated when its body holds a loop or let of an update stage of
-// acc (`acc.s1.*`, ...) or, where those loops were unrolled away, a store to acc that
+// The same holds for rfactor's intermediate `acc_intm` (the partial sums), which carries the
+// reduction where a schedule rfactors it. An allocation counts as updated when its body holds
+// a loop or let of an update stage of its Func (`acc.s1.*`, `acc_intm.s1.*`, ...) or, where those loops were unrolled away, a store to acc that
 // reads acc. Each allocation is checked on its own: a branch that lost its update is
 // reported even where its sibling branches kept theirs.
 #pragma once
@@ -25,18 +26,28 @@ class AccumulatorCheck : public Halide::Internal::IRMutator {
 public:
     static constexpr const char *kFunc = "acc";
 
-    // `what`: the kernel, for the message (generator, params, target).
-    explicit AccumulatorCheck(std::string what) : what_(std::move(what)) {}
+    // `what`: the kernel, for the message (generator, params, target). `intermediates`:
+    // whether rfactor's intermediate is checked too (generic kernels; see generator_common.h).
+    explicit AccumulatorCheck(std::string what, bool intermediates = true)
+        : what_(std::move(what)), intermediates_(intermediates) {}
 
     // Whether `name` is acc's, as Halide names it: "acc", or "acc$1", "acc$2", ... where a
     // process lowers several pipelines that each have an acc (a multitarget build lowers
-    // one per ISA path). Not the Funcs named after it ("acc$1_intm_in_acc$1", rfactor's
-    // pure copy of its partial sums, has no update of its own).
-    static bool is_acc(const std::string &name) {
+    // one per ISA path), each optionally followed by "_intm" (if `intermediates`): rfactor's
+    // intermediate, the partial sums, which holds the reduction's update where a schedule
+    // rfactors it (its update was dropped where acc kept its own: the tiles summed zeros). Not the
+    // Funcs named after those ("acc$1_intm_in_acc$1", the pure copy of the partial sums,
+    // has no update of its own).
+    static bool is_acc(const std::string &name, bool intermediates = true) {
+        const std::string intm = "_intm";
+        std::string base = name;
+        if (intermediates && base.size() > intm.size() && base.compare(base.size() - intm.size(), intm.size(), intm) == 0) {
+            base.resize(base.size() - intm.size());
+        }
         const std::string f = std::string(kFunc) + "$";
-        if (name == kFunc) return true;
-        if (name.rfind(f, 0) != 0 || name.size() == f.size()) return false;
-        return name.find_first_not_of("0123456789", f.size()) == std::string::npos;
+        if (base == kFunc) return true;
+        if (base.rfind(f, 0) != 0 || base.size() == f.size()) return false;
+        return base.find_first_not_of("0123456789", f.size()) == std::string::npos;
     }
     // Whether `name` belongs to an update stage of the Func `func`: "acc.s1.r$x" and the like,
     // not the pure definition's "acc.s0.*".
@@ -48,11 +59,12 @@ public:
     using IRMutator::mutate;
     Halide::Internal::Stmt mutate(const Halide::Internal::Stmt &s) override {
         Finder f;
+        f.intermediates = intermediates_;
         s.accept(&f);
         if (!f.missing.empty()) {
             throw std::runtime_error("convgrad: " + what_ + ": " + std::to_string(f.missing.size()) +
-                                     " allocation(s) of " + kFunc + " without its update stage (Halide dropped it; " +
-                                     "the branch would compute zeros). Innermost condition of the first: " +
+                                     " allocation(s) of " + kFunc + " or its rfactor intermediate without an update stage " +
+                                     "(Halide dropped it; the branch would compute zeros). The first: " +
                                      f.missing.front());
         }
         return s;
@@ -68,7 +80,8 @@ private:
         };
         std::vector<Open> open;               // allocations of acc around the node, innermost last
         std::vector<std::string> conditions;  // enclosing branch conditions, innermost last
-        std::vector<std::string> missing;     // per allocation without an update: its condition
+        std::vector<std::string> missing;     // per allocation without an update: its name and condition
+        bool intermediates = true;            // whether rfactor's intermediates count as acc
 
         // A mark counts for the innermost open allocation that `is_mark` accepts (by name).
         template<typename Accepts>
@@ -85,12 +98,15 @@ private:
             mark([&](const std::string &func) { return is_update_name(name, func); });
         }
         void visit(const Halide::Internal::Allocate *op) override {
-            if (!is_acc(op->name)) return IRVisitor::visit(op);
+            if (!is_acc(op->name, intermediates)) return IRVisitor::visit(op);
             open.push_back({op->name, false});
             IRVisitor::visit(op);
             const bool updated = open.back().updated;
             open.pop_back();
-            if (!updated) missing.push_back(conditions.empty() ? "(none)" : conditions.back());
+            if (!updated) {
+                missing.push_back(op->name + ", innermost condition " +
+                                  (conditions.empty() ? std::string("(none)") : conditions.back()));
+            }
         }
         void visit(const Halide::Internal::IfThenElse *op) override {
             op->condition.accept(this);
@@ -111,7 +127,7 @@ private:
             IRVisitor::visit(op);
         }
         void visit(const Halide::Internal::Store *op) override {
-            if (is_acc(op->name) && reads(op->value, op->name)) {
+            if (is_acc(op->name, intermediates) && reads(op->value, op->name)) {
                 mark([&](const std::string &func) { return func == op->name; });
             }
             IRVisitor::visit(op);
@@ -134,6 +150,7 @@ private:
     };
 
     std::string what_;
+    bool intermediates_;
 };
 
 }  // namespace convgrad::gen

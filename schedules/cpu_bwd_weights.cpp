@@ -364,9 +364,16 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             // anything else. Fewer branches, each with its own copies of the per-chunk
             // staging: with all of nxc's, the schedule check took 290 s more in CI.
             // (dy is read from dy_pairs, so its own group stride does not matter here.)
+            // Its conditions are spelled for co == 8 (`co % co_tile == 0`, `co == vec`), not
+            // as nxc's `tile` and `vector_row`: where ci_tile equals co_tile (SSE4.1 f64: 4
+            // and 4) or vec (AVX-512 f64: 8 and 8), Halide 14 simplified those to
+            // `k <= min(ci, co)` and dropped the update of the tiles' partial sums (acc_intm)
+            // from the branch, and f64 small groups summed zeros (the accumulator check's
+            // rfactor-intermediate case found both in the lowered statements).
             branches = {{s.co_extent * 2 == vec && s.g_extent % 2 == 0 && s.ci_extent >= ci_tile,
                          ci_tile, vec / 2, vec / 2, true, true},
-                        tile, vector_row};
+                        {s.co_extent % co_tile == 0 && s.ci_extent >= ci_tile, ci_tile, co_tile, vec},
+                        {s.co_extent == vec && s.ci_extent >= ci_tile, ci_tile, vec, vec, true}};
         } else {
             branches = {tile,
                         {few && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},

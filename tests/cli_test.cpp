@@ -462,6 +462,9 @@ TEST_F(CliTest, TuneSmoke) {
     unsetenv("CONVGRAD_CACHE_DIR");
     r = run({"tune", "--batch", path("one.conv"), "--budget", "-1"});
     EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+    r = run({"tune", "--batch", path("one.conv"), "--layout", "nwhc"});
+    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("nwhc"), std::string::npos) << r.stderr_text;
 }
 
 TEST_F(CliTest, BenchSmoke) {

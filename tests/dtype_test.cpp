@@ -81,6 +81,36 @@ TEST(DtypeContract, WinogradPastDyFloat64) {
     expect_winograd_past_dy(DType::kFloat64, false, "f64_ncx_wg", "f64_ncx_wg", 1e-12);
 }
 
+// The small-group filter-gradient kernel (nxc_sg: pairs of groups of 8 dy channels, 8 or
+// more x channels each) in `dtype`, NHWC/HWIO: 3-wide filters (a tile over a row of 3 taps),
+// 16 x channels per group, and a 5x5 filter (a tap per tile). Its branches differ by dtype:
+// f64 on AVX-512 takes the one-vector row, where Halide 14 once dropped the tiles' update
+// (zeros), and SSE4.1 f64 a tile as wide as it is long (qemu's Nehalem run checks that one).
+void expect_small_group_filters(DType t, const std::string &kernel, double tolerance) {
+    struct Shape {
+        int64_t groups, cin, h, w, k;
+    };
+    for (const Shape &s : {Shape{4, 32, 9, 11, 3}, Shape{2, 32, 7, 10, 3}, Shape{4, 32, 8, 9, 5}}) {
+        NdConv c;
+        c.rank = 2, c.batch = 2, c.groups = s.groups, c.cin = s.cin, c.cout = 8 * s.groups;
+        c.in = {s.h, s.w}, c.out = {s.h, s.w}, c.kernel = {s.k, s.k}, c.stride = {1, 1}, c.dilation = {1, 1};
+        c.pad_begin = {s.k / 2, s.k / 2};
+        SCOPED_TRACE("groups " + std::to_string(s.groups) + ", " + std::to_string(s.cin) + " x channels, " +
+                     std::to_string(s.k) + "x" + std::to_string(s.k));
+        const ConvProblem p = to_problem(c, t, true, true);
+        Rng rng(31);
+        const auto x = random_values(num_elements(c.x_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
+        const RunResult r = run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(2)),
+                                        permute(dy, c.dy_shape(), ncx_to_nxc(2)), false);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        EXPECT_EQ(r.kernel, "bwd_weights_" + kernel);
+        EXPECT_LE(relative_error(r.result, permute(nd_backprop_filter(c, x, dy), c.w_shape(), oix_to_xio(2))), tolerance);
+    }
+}
+
+TEST(DtypeContract, SmallGroupFiltersFloat32) { expect_small_group_filters(DType::kFloat32, "f32_nxc_sg", 1e-5); }
+TEST(DtypeContract, SmallGroupFiltersFloat64) { expect_small_group_filters(DType::kFloat64, "f64_nxc_sg", 1e-12); }
+
 // int32 wraps on overflow exactly like TF: large products summed past 2^31.
 TEST(DtypeContract, Int32WrapsOnOverflow) {
     NdConv c;

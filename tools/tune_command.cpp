@@ -80,10 +80,12 @@ std::vector<std::string> candidates(const std::string &variant, const std::strin
         }
     } else if (depthwise) {
         // Row chunks, and positions per unrolled step (1: fewer live vectors beside the 9
-        // taps' accumulators, for 16 registers). One of them is the defaults (4 or 8 rows by
-        // layout, 2 positions): measured twice, it cannot win by 3 %.
+        // taps' accumulators, for 16 registers); not the defaults (4 rows, or 8 for ncg, by
+        // 2 positions: cpu_bwd_weights.cpp), which "" measures.
+        const int default_rows = variant.find("_ncg") != std::string::npos ? 8 : 4;
         for (int rows : {2, 4, 8, 16}) {
             for (int positions : {1, 2}) {
+                if (rows == default_rows && positions == 2) continue;
                 out.push_back(q("dw_rows", rows) + (positions == 2 ? "" : "/" + q("dw_positions", positions)));
             }
         }
@@ -283,8 +285,8 @@ int tune_command(int argc, char **argv) {
     }
     DType dtype;
     if (!parse_dtype(dtype_arg, &dtype)) return report_invalid("tune: --dtype: unknown '" + dtype_arg + "'");
-    if (dir != "both" && dir != "BWD_D" && dir != "BWD_W") return report_invalid("tune: --dir: must be BWD_D, BWD_W or both");
-    if (layout != "both" && layout != "nhwc" && layout != "nchw") return report_invalid("tune: --layout: must be nhwc, nchw or both");
+    if (dir != "both" && dir != "BWD_D" && dir != "BWD_W") return report_invalid("tune: --dir: '" + dir + "': must be BWD_D, BWD_W or both");
+    if (layout != "both" && layout != "nhwc" && layout != "nchw") return report_invalid("tune: --layout: '" + layout + "': must be nhwc, nchw or both");
     if (budget <= 0 || min_time < 0 || threads < 1) return report_invalid("tune: --budget, --min-time and --threads must be positive");
     db = jit::database_path(db);
     if (log.empty()) log = db + ".log.jsonl";
