@@ -7,9 +7,10 @@
 //
 // The same holds for rfactor's intermediate `acc_intm` (the partial sums), which carries the
 // reduction where a schedule rfactors it. An allocation counts as updated when its body holds
-// a loop or let of an update stage of its Func (`acc.s1.*`, `acc_intm.s1.*`, ...) or, where those loops were unrolled away, a store to acc that
-// reads acc. Each allocation is checked on its own: a branch that lost its update is
-// reported even where its sibling branches kept theirs.
+// a loop or let of an update stage of its Func (`acc.s1.*`, `acc_intm.s1.*`, ...) or, where
+// those loops were unrolled away, a store to acc that reads acc. Each allocation is checked
+// on its own: a branch that lost its update is reported even where its sibling branches kept
+// theirs.
 #pragma once
 
 #include <stdexcept>

@@ -13,6 +13,7 @@
 #include "accumulator_check.h"
 #include "canonical.h"
 #include "fixed_problem_text.h"
+#include "../schedules/register_file.h"
 
 namespace convgrad::gen {
 
@@ -94,9 +95,8 @@ void constrain_filter_strides(BufferLike &b, Layout layout) {
 }
 
 // Vector registers of the target's widest ISA: CPU schedules size their register tiles by it.
-// AVX-512: 32 zmm; AVX2/SSE: 16; ARM64 NEON: 32 (128-bit) registers.
 inline int vector_registers(const Target &t) {
-    return t.has_feature(Target::AVX512) || (t.arch == Target::ARM && t.bits == 64) ? 32 : 16;
+    return vector_registers_of(t.has_feature(Target::AVX512), t.arch == Target::ARM && t.bits == 64);
 }
 
 // `f` (activation-shaped: c, x, y, z, g, n) seen as pairs of groups, (gpar, c, x, y, z, gp, n)

@@ -1,6 +1,7 @@
 // The generators' accumulator check (generators/accumulator_check.h), which every CPU kernel
 // runs while it is lowered: it must reject an allocation of `acc`, or of rfactor's
-// intermediate `acc_intm`, whose update stage is missing, also when only one branch of several lost it, and accept every updated form.
+// intermediate `acc_intm`, whose update stage is missing, also when only one branch of
+// several lost it, and accept every updated form.
 #include <gtest/gtest.h>
 
 #include <string>

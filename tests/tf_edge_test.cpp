@@ -605,6 +605,10 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         expect_matches_reference(nchw(2, 7, 7, groups, 3, "SAME", 1));
         expect_matches_reference(nchw(2, 14, 14, groups, 3, "SAME", 2));
         expect_matches_reference(nchw(1, 9, 11, groups, 5, "VALID", 1));
+        // Staged rows of 8 positions, one whole chunk of the TransposedRows pass and no masked
+        // rest: x's rows of a 6-wide SAME plane (with its border), dy's of an 8-wide VALID one.
+        expect_matches_reference(nchw(2, 6, 6, groups, 3, "SAME", 1));
+        expect_matches_reference(nchw(2, 10, 10, groups, 3, "VALID", 1));
         TfConv2D narrow_dilated = nchw(2, 10, 9, groups, 3, "SAME", 1);
         narrow_dilated.dilations = {1, 1, 2, 2};
         expect_matches_reference(narrow_dilated);

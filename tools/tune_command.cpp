@@ -31,6 +31,7 @@
 
 #include "commands.h"
 #include "kernel_variant.h"
+#include "../schedules/register_file.h"
 #include "convgrad/jit.h"
 #include "suite.h"
 
@@ -41,16 +42,16 @@ using nlohmann::json;
 
 // The candidates of a variant's schedule parameters ("" = the schedules' defaults, always
 // first). The grids span the register-tile shapes that fit this path's 32 (AVX-512, NEON) or
-// 16 vector registers, the depthwise filter gradient's row chunks, and the Winograd kernels' blocks of
-// tiles.
+// 16 vector registers (schedules/register_file.h), the depthwise filter gradient's row
+// chunks, and the Winograd kernels' blocks of tiles.
 std::vector<std::string> candidates(const std::string &variant, const std::string &isa) {
     std::vector<std::string> out = {""};
     const bool data = variant.rfind("bwd_data", 0) == 0;
     const bool depthwise = variant.find("_nxg") != std::string::npos || variant.find("_ncg") != std::string::npos;
     const auto q = [&](const std::string &k, int v) { return isa + "." + k + ":" + std::to_string(v); };
-    // The register file: 32 vectors (AVX-512, NEON) or 16 (AVX2, SSE4.1), whose register
-    // tiles hold up to 24 or 13 accumulators beside the loads and broadcasts.
-    const bool wide = isa == "avx512_skylake" || isa == "arm64";
+    // The register file (32 vectors or 16), whose register tiles hold up to 24 or 13
+    // accumulators beside the loads and broadcasts.
+    const bool wide = vector_registers_of(isa == "avx512_skylake", isa == "arm64") == 32;
     const int max_tile = wide ? 24 : 13;
     if (variant.size() > 4 && variant.substr(variant.size() - 4) == "_any") return out;  // scalar fallback
     const KernelVariant v = KernelVariant::parse(variant);  // the suffixes only
