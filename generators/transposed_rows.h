@@ -8,8 +8,9 @@
 // were the top of the profile. The pass rewrites the loop over chunks of 8 positions:
 // per chunk, L contiguous loads of 8 positions, one per plane, and 8 stores of shuffles of
 // them, so LLVM emits permutes across registers instead of a load and an insert per
-// element. Whole chunks load whole vectors; only a last partial chunk masks its loads and
-// guards its stores. Other loops are left alone. (The border's stores: see visit(Store).)
+// element. Whole chunks load whole vectors, a last chunk of 4-7 positions two overlapping
+// halves; only shorter ones mask their loads and guard their stores. Other loops are left
+// alone. (The border's stores: see visit(Store).)
 #pragma once
 
 #include <string>
@@ -68,45 +69,56 @@ class TransposedRows : public Halide::Internal::IRMutator {
         const Expr chunk = Variable::make(Int(32), chunk_name);
         const Expr p0 = Variable::make(Int(32), p0_name);
         const Expr row0 = substitute(op->name, p0, lr->base);
-        // One chunk at p0: `valid` positions (a constant kChunk: whole loads and stores).
+        // One chunk at p0 of `valid` positions. Each plane's row is loaded whole (kChunk
+        // positions), as two overlapping 4-lane vectors (4 to 7 positions, a constant count:
+        // elements 0-3 and valid-4 to valid-1, plain loads), or masked (fewer, or a run-time
+        // count); each position's store shuffles its lane of every plane's row together.
         const auto chunk_body = [&](const Expr &valid) {
-            const bool whole = is_const(valid, kChunk);
-            const Type row_type = ld->type.with_lanes(kChunk);
-            std::vector<Expr> rows;
-            std::vector<std::string> row_names;
+            const int64_t *count = as_const_int(valid);
+            const int n = count ? int(*count) : -1;
+            const bool whole = n == kChunk, halves = n >= 4 && n < kChunk;
+            const int width = halves ? 4 : kChunk;     // lanes per load
+            const int parts = halves && n > 4 ? 2 : 1;  // loads per plane
+            const Type part_type = ld->type.with_lanes(width);
+            const Expr mask = whole || halves ? const_true(width)
+                                              : Ramp::make(0, 1, kChunk) < Broadcast::make(valid, kChunk);
+            std::vector<Expr> parts_of_rows;
+            std::vector<std::pair<std::string, Expr>> loads;
             for (int j = 0; j < lanes; j++) {
-                row_names.push_back(op->name + ".row" + std::to_string(j));
-                rows.push_back(Variable::make(row_type, row_names.back()));
+                for (int q = 0; q < parts; q++) {
+                    const std::string name = op->name + ".row" + std::to_string(j) + "." + std::to_string(q);
+                    const Expr base = row0 + j * lr->stride + (q == 0 ? 0 : n - 4);
+                    loads.emplace_back(name, Load::make(part_type, ld->name, Ramp::make(base, 1, width), ld->image,
+                                                        ld->param, mask, ModulusRemainder()));
+                    parts_of_rows.push_back(Variable::make(part_type, name));
+                }
             }
             std::vector<Stmt> stores;
-            for (int k = 0; k < kChunk; k++) {
+            for (int k = 0; k < (n > 0 ? n : kChunk); k++) {
                 std::vector<int> indices;
-                for (int j = 0; j < lanes; j++) indices.push_back(j * kChunk + k);
+                const int q = halves && k >= 4 ? 1 : 0;
+                for (int j = 0; j < lanes; j++) indices.push_back((j * parts + q) * width + (q == 0 ? k : k - (n - 4)));
                 const Expr index = Ramp::make(substitute(op->name, p0 + k, sr->base), 1, lanes);
-                const Stmt s = Store::make(st->name, Shuffle::make(rows, indices), index, st->param, const_true(lanes),
-                                           ModulusRemainder());
-                stores.push_back(k == 0 || whole ? s : IfThenElse::make(k < valid, s));
+                const Stmt s = Store::make(st->name, Shuffle::make(parts_of_rows, indices), index, st->param,
+                                           const_true(lanes), ModulusRemainder());
+                stores.push_back(k == 0 || n > 0 ? s : IfThenElse::make(k < valid, s));
             }
             Stmt body = Block::make(stores);
-            const Expr mask = whole ? const_true(kChunk) : Ramp::make(0, 1, kChunk) < Broadcast::make(valid, kChunk);
-            for (int j = lanes - 1; j >= 0; j--) {
-                const Expr load = Load::make(row_type, ld->name, Ramp::make(row0 + j * lr->stride, 1, kChunk),
-                                             ld->image, ld->param, mask, ModulusRemainder());
-                body = LetStmt::make(row_names[j], load, body);
-            }
+            for (auto l = loads.rbegin(); l != loads.rend(); ++l) body = LetStmt::make(l->first, l->second, body);
             return body;
         };
-        // Whole chunks with whole loads; the rest, if any, as a last chunk of masked loads.
-        // (With every chunk masked, each row's mask computed per chunk, the ncg filter
-        // gradient's staging of 14x14 planes took 0.75 ms of mb_dw576s2_14's 1.07 (NCHW, Zen 1,
-        // Halide's profiler), 0.42 with whole chunks: kernel alone 1.12-1.19x. 7x7 planes are
-        // one partial chunk a row, as before.)
+        // Whole chunks with whole loads; the rest, if any, as a last chunk: from plain loads
+        // for 4 to 7 positions, masked for fewer. (Zen 1 takes ~13 cycles per masked load
+        // or store, a plain one ~1: bench/RESULTS.md, thirty-fourth session. With every chunk
+        // masked, the ncg filter gradient's staging of 14x14 planes took 0.75 ms of
+        // mb_dw576s2_14's 1.07 (NCHW, Halide's profiler), 0.42 with whole chunks.)
         const Expr whole_chunks = op->extent / kChunk, rest = op->extent % kChunk;
         const Stmt whole_loop =
             For::make(chunk_name, 0, whole_chunks, ForType::Serial, op->device_api,
                       LetStmt::make(p0_name, op->min + chunk * kChunk, chunk_body(kChunk)));
-        const Stmt last = IfThenElse::make(rest > 0, LetStmt::make(p0_name, op->min + whole_chunks * kChunk,
-                                                                     chunk_body(rest)));
+        Stmt tail = chunk_body(rest);
+        for (int n = 4; n < kChunk; n++) tail = IfThenElse::make(rest == n, chunk_body(n), tail);
+        const Stmt last = IfThenElse::make(rest > 0, LetStmt::make(p0_name, op->min + whole_chunks * kChunk, tail));
         return Block::make(whole_loop, last);
     }
 };

@@ -609,6 +609,8 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         // rest: x's rows of a 6-wide SAME plane (with its border), dy's of an 8-wide VALID one.
         expect_matches_reference(nchw(2, 6, 6, groups, 3, "SAME", 1));
         expect_matches_reference(nchw(2, 10, 10, groups, 3, "VALID", 1));
+        // Partial chunks of 4 (x) and 2 (dy) positions: one 4-lane load a row, masked loads.
+        expect_matches_reference(nchw(2, 4, 4, groups, 3, "VALID", 1));
         TfConv2D narrow_dilated = nchw(2, 10, 9, groups, 3, "SAME", 1);
         narrow_dilated.dilations = {1, 1, 2, 2};
         expect_matches_reference(narrow_dilated);
