@@ -45,7 +45,7 @@ Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvPro
     const int size = dtype_size(p.dtype);
     std::mt19937 rng(1);
     std::uniform_int_distribution<int> byte(0, 255);
-    auto alloc = [&](std::vector<unsigned char> &buf, const Shape &s, Tensor &t) {
+    auto alloc = [&](TensorBytes &buf, const Shape &s, Tensor &t) {
         buf.resize(num_elements(s) * size);
         // Small random values: float bits with a fixed moderate exponent, random mantissa.
         for (size_t i = 0; i < buf.size(); i++) buf[i] = static_cast<unsigned char>(byte(rng));
@@ -62,7 +62,7 @@ Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvPro
     alloc(g->b_, sb, g->tb_);
     alloc(g->out_, so, g->tout_);
     if (device == Device::kCuda || device == Device::kOpenCL) {
-        std::pair<std::vector<unsigned char> *, Tensor *> host[3] = {{&g->a_, &g->ta_}, {&g->b_, &g->tb_},
+        std::pair<TensorBytes *, Tensor *> host[3] = {{&g->a_, &g->ta_}, {&g->b_, &g->tb_},
                                                                      {&g->out_, &g->tout_}};
         for (int i = 0; i < 3; i++) {
             auto m = DeviceMemory::allocate(device, host[i].first->size());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "benchdnn_desc.h"
+#include "tensor_allocator.h"
 
 namespace convgrad::bench {
 
@@ -35,7 +36,7 @@ private:
     ConvProblem p_;
     Direction d_ = Direction::kBackwardData;
     RunOptions options_;
-    std::vector<unsigned char> a_, b_, out_;
+    TensorBytes a_, b_, out_;
     std::unique_ptr<DeviceMemory> device_[3];
     Tensor ta_, tb_, tout_;
 };

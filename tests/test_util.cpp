@@ -104,7 +104,7 @@ double unit_roundoff(DType t) {
     return 0;
 }
 
-HostTensor::HostTensor(const Shape &shape, bool gapped, DType dtype) {
+HostTensor::HostTensor(const Shape &shape, bool gapped, DType dtype, int64_t offset) : offset(offset) {
     tensor.dtype = dtype;
     tensor.shape = shape;
     tensor.strides.assign(shape.size(), 0);
@@ -113,8 +113,8 @@ HostTensor::HostTensor(const Shape &shape, bool gapped, DType dtype) {
         tensor.strides[i] = s;
         s *= std::max<int64_t>(shape[i], 1) + (gapped ? 1 : 0);
     }
-    storage.assign(static_cast<size_t>(s) * dtype_size(dtype), 0);
-    tensor.data = storage.data();
+    storage.assign(static_cast<size_t>(s + offset) * dtype_size(dtype), 0);
+    tensor.data = storage.data() + offset * dtype_size(dtype);
 }
 
 namespace {
@@ -139,7 +139,7 @@ void for_each_element(const Tensor &t, F f) {
 
 void HostTensor::fill(const std::vector<double> &values) {
     const int size = dtype_size(tensor.dtype);
-    for_each_element(tensor, [&](int64_t i, int64_t off) { store(tensor.dtype, &storage[off * size], values[i]); });
+    for_each_element(tensor, [&](int64_t i, int64_t off) { store(tensor.dtype, &storage[(offset + off) * size], values[i]); });
 }
 
 void HostTensor::poison() {
@@ -151,7 +151,7 @@ void HostTensor::poison() {
 std::vector<double> HostTensor::values() const {
     std::vector<double> v(tensor.num_elements());
     const int size = dtype_size(tensor.dtype);
-    for_each_element(tensor, [&](int64_t i, int64_t off) { v[i] = load(tensor.dtype, &storage[off * size]); });
+    for_each_element(tensor, [&](int64_t i, int64_t off) { v[i] = load(tensor.dtype, &storage[(offset + off) * size]); });
     return v;
 }
 
@@ -212,9 +212,9 @@ Status call(const ConvProblem &p, Direction d, const Tensor &a, const Tensor &b,
 RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<double> &first,
                       const std::vector<double> &second, bool gapped, const TestDevice &on) {
     const bool data = d == Direction::kBackwardData;
-    HostTensor a(data ? output_shape(p) : input_shape(p), gapped, p.dtype);
-    HostTensor b(data ? filter_shape(p) : output_shape(p), gapped, p.dtype);
-    HostTensor out(data ? input_shape(p) : filter_shape(p), gapped, p.dtype);
+    HostTensor a(data ? output_shape(p) : input_shape(p), gapped, p.dtype, on.offset);
+    HostTensor b(data ? filter_shape(p) : output_shape(p), gapped, p.dtype, on.offset);
+    HostTensor out(data ? input_shape(p) : filter_shape(p), gapped, p.dtype, on.offset);
     a.fill(first);
     b.fill(second);
     out.poison();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../bench/tensor_allocator.h"
 #include "convgrad/convgrad.h"
 #include "convgrad/tf.h"
 #include "reference.h"
@@ -25,13 +26,16 @@ void store(DType t, void *p, double v);        // writes round_to(t, v) (int32: 
 double load(DType t, const void *p);
 double unit_roundoff(DType t);                 // 2^-11, 2^-8, 2^-24, 2^-53; 0 for int32
 
-// A tensor of any dtype over its own storage. With `gapped`, every dimension's stride leaves
-// holes (a strided view inside a larger buffer), so no dimension is contiguous.
+// A tensor of any dtype over its own storage, 64-byte aligned as frameworks allocate
+// tensors. With `gapped`, every dimension's stride leaves holes (a strided view inside a
+// larger buffer), so no dimension is contiguous. `offset`: the tensor starts that many
+// elements into its storage (1: no vector of it is aligned).
 struct HostTensor {
-    std::vector<unsigned char> storage;
+    TensorBytes storage;
     Tensor tensor;
+    int64_t offset = 0;
 
-    HostTensor(const Shape &shape, bool gapped, DType dtype = DType::kFloat32);
+    HostTensor(const Shape &shape, bool gapped, DType dtype = DType::kFloat32, int64_t offset = 0);
     void fill(const std::vector<double> &values);      // logical C order, rounded to the dtype
     void poison();                                     // NaN (int32: a sentinel) everywhere
     std::vector<double> values() const;                // logical C order
@@ -48,6 +52,7 @@ struct TestDevice {
     Device device = Device::kCpu;
     bool device_memory = false;
     Backend backend = Backend::kAuto;  // kJit: compile for the problem (tests/jit_test.cpp)
+    int64_t offset = 0;  // host tensors only: each starts this many elements into its storage
 };
 
 // Runs a resolved problem on tensors holding `first` and `second` in the problem's own
