@@ -7,6 +7,7 @@
 // that division is exact and o is in range; otherwise the term is a structural zero.
 #include "bwd_data.h"
 #include "flat_planes.h"
+#include "streaming_stores.h"
 #include "transposed_rows.h"
 #include "winograd.h"
 
@@ -53,7 +54,14 @@ public:
         dx_ = add_output<Buffer<>>("dx", t, x_phases == 2 ? kPhaseActDims : kActDims);
     }
 
+    // The variant, then (x86) its large outputs written with streaming stores.
     void generate_variant() {
+        generate_algorithm();
+        add_streaming_stores(get_pipeline(), get_target(), *get_externs_map());
+    }
+
+private:
+    void generate_algorithm() {
         if (flat_planes) {
             generate_flat_planes();
             return;
