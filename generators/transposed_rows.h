@@ -112,14 +112,20 @@ class TransposedRows : public Halide::Internal::IRMutator {
         // or store, a plain one ~1: bench/RESULTS.md, thirty-fourth session. With every chunk
         // masked, the ncg filter gradient's staging of 14x14 planes took 0.75 ms of
         // mb_dw576s2_14's 1.07 (NCHW, Halide's profiler), 0.42 with whole chunks.)
-        const Expr whole_chunks = op->extent / kChunk, rest = op->extent % kChunk;
+        // (A known extent, as in a JIT kernel for one problem, makes the rest a constant:
+        // its one body, not the branch per count.)
+        const Expr whole_chunks = simplify(op->extent / kChunk), rest = simplify(op->extent % kChunk);
         const Stmt whole_loop =
             For::make(chunk_name, 0, whole_chunks, ForType::Serial, op->device_api,
                       LetStmt::make(p0_name, op->min + chunk * kChunk, chunk_body(kChunk)));
+        const int64_t *known = as_const_int(rest);
+        if (known && *known == 0) return whole_loop;
         Stmt tail = chunk_body(rest);
-        for (int n = 4; n < kChunk; n++) tail = IfThenElse::make(rest == n, chunk_body(n), tail);
-        const Stmt last = IfThenElse::make(rest > 0, LetStmt::make(p0_name, op->min + whole_chunks * kChunk, tail));
-        return Block::make(whole_loop, last);
+        if (!known) {
+            for (int n = 4; n < kChunk; n++) tail = IfThenElse::make(rest == n, chunk_body(n), tail);
+            tail = IfThenElse::make(rest > 0, tail);
+        }
+        return Block::make(whole_loop, LetStmt::make(p0_name, op->min + whole_chunks * kChunk, tail));
     }
 };
 
