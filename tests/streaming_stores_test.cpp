@@ -1,9 +1,10 @@
-// The data gradients' streaming stores (generators/streaming_stores.h): outputs of at least
-// 4 MiB are written past the caches where a vector's address is aligned. Each problem runs
-// on tensors aligned as frameworks allocate them (the streaming path) and one element into
-// their storage (no vector aligned: every store plain; a streaming store there would fault),
-// against the float64 reference: depthwise NHWC and NCHW (the latter through the transposing
-// copy of dx's rows), stride 2 (the x-phase view), dense NHWC, and float64.
+// The data gradients' streaming stores (generators/streaming_stores.h): channels-last outputs
+// of at least 4 MiB are written past the caches where a vector's address is aligned. Each
+// problem runs on tensors aligned as frameworks allocate them (the streaming path) and one
+// element into their storage (no vector aligned: every store plain; a streaming store there
+// would fault), against the float64 reference: depthwise NHWC, stride 2 (the x-phase view),
+// dense NHWC, float64, and NCHW (not streamed: plain stores through the transposing copy of
+// dx's rows).
 #include <gtest/gtest.h>
 
 #include "test_util.h"
