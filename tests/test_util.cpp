@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -224,6 +226,13 @@ RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<doubl
     RunResult r;
     auto k = select_kernel(d, p, a.tensor, b.tensor, out.tensor, options);
     r.kernel = k.is_ok() ? k.value : "";
+    if (on.device_memory && on.offset != 0) {
+        // (The device copies start at their storage's first element: an offset would need
+        // device handles that take pointer arithmetic, which OpenCL's do not.)
+        ADD_FAILURE() << "run_problem: TestDevice::offset applies to host tensors only";
+        r.status = Status::invalid("offset with device memory");
+        return r;
+    }
     if (on.device_memory) {
         // Each tensor's whole storage (strides and gaps carry over) in device memory; the
         // result's copy carries the poison.
