@@ -227,7 +227,6 @@ private:
         }
     }
 
-private:
     // The flat-plane variant: dx[i] = sum over kx where dx's column i % W reads inside dy's
     // row of  sum over ky of  w[kx, ky] * dy[i + pad_x - kx*d_x + (pad_y - ky*d_y) * W].
     void generate_flat_planes() {

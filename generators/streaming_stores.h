@@ -83,16 +83,17 @@ private:
         using namespace Halide::Internal;
         const Ramp *r = op->index.as<Ramp>();
         const Type t = op->value.type();
-        const bool f32 = t.is_float() && t.bits() == 32 && (t.lanes() == 4 || t.lanes() == 8 || t.lanes() == 16);
-        const bool f64 = t.is_float() && t.bits() == 64 && (t.lanes() == 2 || t.lanes() == 4 || t.lanes() == 8);
+        const int vector_bytes = t.bytes() * t.lanes();  // (Type::bytes() is one element's)
+        // The bitcode has a function per f32/f64 vector of 16, 32 or 64 bytes (SSE, AVX, AVX-512).
+        const bool has_function = t.is_float() && (t.bits() == 32 || t.bits() == 64) &&
+                                  (vector_bytes == 16 || vector_bytes == 32 || vector_bytes == 64);
         if (op->name != buffer_ || !is_const_one(op->predicate) || !r || !is_const_one(r->stride) ||
-            r->base.type() != Int(32) || !(f32 || f64)) {
+            r->base.type() != Int(32) || !has_function) {
             return IRMutator::visit(op);
         }
         streamed_ = true;
         const std::string fn = "convgrad_stream_f" + std::to_string(t.bits()) + "x" + std::to_string(t.lanes());
         const Expr host = Variable::make(Handle(), op->name);  // the buffer's host pointer
-        const int vector_bytes = t.bytes() * t.lanes();  // (Type::bytes() is one element's)
         // The address bits that must be clear to stream: the vector's alignment where the
         // output is large, all of them (never) where it is not. (LLVM hoists the select.)
         const Expr misaligned = select(Variable::make(Int(32), kOn) != 0, Expr(int64_t(vector_bytes - 1)), Expr(int64_t(-1)));
