@@ -529,8 +529,9 @@ TEST(TfEdge, ChannelsFirstRowTiles) {
     expect_kernel(narrow_dy, "bwd_data_f32_ncx_px");
 }
 
-// Depthwise layers in NCHW with rows of at least 16 pixels take the row-vector kernels
-// (ncg_px, ncg_s2_px: schedules/cpu_bwd_*_pixels.cpp): each tile branch (4, 2 and 1 vectors,
+// Depthwise layers in NCHW with rows of at least 16 pixels: the data gradient takes the
+// row-vector kernels (ncg_px, ncg_s2_px: schedules/cpu_bwd_data_pixels.cpp), the filter
+// gradient the channel-vector ncg (planes transposed in cache): each tile branch (4, 2 and 1 vectors,
 // the last tile shifted inwards), rows that are not a whole number of vectors (the filter
 // gradient's reduction reads zeros past dy's width), stride 2 in both directions (the data
 // gradient's x-phase view), 5x5 and non-square filters, dilation, a stride the filter
@@ -549,8 +550,8 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         expect_matches_reference(nchw(2, 7, width, 3, 5, "VALID", 1));
     }
     // (Unit strides with dx and dy of one width take the flat-plane kernels: below.)
-    expect_kernels(nchw(2, 7, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
-    expect_kernels(nchw(1, 9, 64, 5, 3, "SAME", 2), "bwd_data_f32_ncg_s2_px", "bwd_weights_f32_ncg_px");
+    expect_kernels(nchw(2, 7, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(1, 9, 64, 5, 3, "SAME", 2), "bwd_data_f32_ncg_s2_px", "bwd_weights_f32_ncg");
     // The stride-2 data gradient's branches: 3x3 undilated (taps unrolled; SAME above, VALID
     // here), 5x5 and dilated (taps at run time, stride 2 constant), stride 2 along x only.
     expect_matches_reference(nchw(2, 11, 66, 3, 3, "VALID", 2));
@@ -590,7 +591,7 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
             expect_matches_reference(tall_wide);
         }
     }
-    expect_kernels(nchw(2, 19, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg_px");
+    expect_kernels(nchw(2, 19, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg");
     // Rows narrower than a vector keep the channel-vector kernels (with unit strides, planes
     // under kFlatPlaneMin positions, or under kFlatPlaneMinSmallFilter for a 3x3 data
     // gradient), which run per block of one vector of groups (planes staged and dx written in
@@ -753,8 +754,9 @@ TEST(TfEdge, PointwiseFlattened) {
     expect_matches_reference(padded);
 }
 
-// Depthwise NCHW with unit strides and dx, dy of one width: the flat-plane kernels, each
-// plane one flat row (generators/flat_planes.h). Planes of one wide tile exactly (64) and
+// Depthwise NCHW data gradients with unit strides and dx, dy of one width: the flat-plane
+// kernel, each plane one flat row (generators/flat_planes.h); their filter gradients take
+// ncg (the same problems check it). Planes of one wide tile exactly (64) and
 // just over, rows narrower and wider than a vector, one row; group counts around the tasks'
 // blocks of 8; 3x3 and 5x5 filters (taps unrolled), dilated, 1x3 and 2x2 (taps at run
 // time, padding after only); explicit padding with dy shorter than dx, and with all of
@@ -764,15 +766,13 @@ TEST(TfEdge, DepthwiseFlatPlanes) {
         return as_nchw(conv({n, h, w, c}, {k, k, 1, c}, std::move(padding), 1, 1));
     };
     expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
-    expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_weights_f32_ncg_fp");
-    // Under 64 positions: the filter gradient on channel vectors, and the data gradient too
-    // with more than 3x3 taps.
-    expect_kernel(nchw(2, 7, 9, 5, 3, "SAME"), "bwd_weights_f32_ncg");
+    expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_weights_f32_ncg");
+    // Under 64 positions with more than 3x3 taps: the data gradient on channel vectors.
     expect_kernel(nchw(2, 7, 9, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
     expect_kernel(nchw(2, 7, 9, 5, 5, "SAME"), "bwd_data_f32_ncg");
     expect_kernel(nchw(2, 4, 4, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
     expect_kernel(nchw(1, 91, 91, 2, 3, "SAME"), "bwd_data_f32_ncg_fp");
-    expect_kernel(nchw(1, 91, 91, 2, 3, "SAME"), "bwd_weights_f32_ncg_fp");
+    expect_kernel(nchw(1, 91, 91, 2, 3, "SAME"), "bwd_weights_f32_ncg");
     for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {5, 13}, {4, 16}, {9, 11}, {1, 70}, {3, 40}, {28, 28}}) {
         for (int64_t groups : {5, 8, 17}) expect_matches_reference(nchw(groups == 8 ? 1 : 2, h, w, groups, 3, "SAME"));
         expect_matches_reference(nchw(2, h, w, 3, 5, "SAME"));
@@ -802,16 +802,17 @@ TEST(TfEdge, DepthwiseFlatPlanes) {
 }
 
 // A flat-plane tap that crosses a row's end reads the neighbouring row's pixel, and the
-// kernels select it away: an infinity there must not reach the sums it does not belong to
-// (as NaN, 0 * inf, had a 0/1 column mask multiplied it). An infinity in dy's first column
-// for the data gradient, in x's last column for the filter gradient. (One in dy's border
+// data gradient's kernel selects it away: an infinity there must not reach the sums it does
+// not belong to (as NaN, 0 * inf, had a 0/1 column mask multiplied it). An infinity in dy's
+// first column for the data gradient; in x's last column for the filter gradient (ncg, whose
+// staged rows have zero borders: the same must hold). (One in dy's border
 // would meet the padding's zeros in the filter gradient, NaN in TF's and every other
 // convgrad kernel's products alike.)
 TEST(TfEdge, DepthwiseFlatPlanesRowEndsStayOut) {
     TfConv2D c = as_nchw(conv({2, 9, 20, 3}, {3, 3, 1, 3}, "SAME", 1, 1));
     ASSERT_TRUE(infer_out_backprop(c));
     expect_kernel(c, "bwd_data_f32_ncg_fp");
-    expect_kernel(c, "bwd_weights_f32_ncg_fp");
+    expect_kernel(c, "bwd_weights_f32_ncg");
     Rng rng(5);
     auto x = random_values(num_elements(c.input), rng), w = random_values(num_elements(c.filter), rng);
     auto dy = random_values(num_elements(c.out_backprop), rng);

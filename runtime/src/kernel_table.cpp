@@ -1,7 +1,8 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
 // per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
-// contiguous, ncg_fp, ncg_px and ncg with rows contiguous), the channel-contiguous ones
+// contiguous, the data gradient's ncg_fp and ncg_px, and ncg, with rows contiguous), the
+// channel-contiguous ones
 // (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for small groups, nxc_cs for
 // whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw for pointwise data
 // gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_db for pointwise filter
