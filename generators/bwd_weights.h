@@ -13,17 +13,12 @@ struct BwdWeightsStages {
     // ncx (32-bit types): the pipeline runs the TransposedRows lowering pass
     // (transposed_rows.h), so a whole transposing copy sweeps x plainly for it.
     bool rows_pass = false;
-    bool pixel_vectors = false;  // ncg_px: vectors over output positions along x
     bool dy_broadcasts = false;  // ncx_db: tiles of vectors of ci, dy broadcast from its rows
     // nxc_sg: x_in reads x_pairs (gpar, c, x, y, z, gp, n), x staged with the channels of
     // groups 2*gp and 2*gp + 1 interleaved.
     bool small_groups = false;
     Func x_pairs, dy_pairs;
     Expr x_g_stride, dy_g_stride;  // the activations' group strides (nxc_sg: a pair's line)
-    // ncg_fp: the flat-plane variant (flat_planes.h), vectors over dy's flat plane; x_in and
-    // dy_in are (i, g, n), and col_ok (i, kx) tests dy position i's tap column kx.
-    bool flat_planes = false;
-    Func col_ok;
     // nxc and ncx (not ncx_db) on CPUs, native float types: x_in reads x_blocks (ci_i, ci_o,
     // x, y, z, g, n), x staged in blocks of `x_block` channels (the tile's ci_tile) with each
     // block's pixels contiguous; 0 where x_in reads x itself.
@@ -50,7 +45,6 @@ struct BwdWeightsStages {
 };
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);
-void schedule_bwd_weights_cpu_pixels(BwdWeightsStages &s, const Target &target);  // ncg_px, ncg_fp
 void schedule_bwd_weights_gpu(BwdWeightsStages &s, const Target &target, Layout layout);  // CUDA, OpenCL
 
 }  // namespace convgrad::gen

@@ -5,7 +5,6 @@
 // Reads of x outside its extent are the zeros of the padding. The reduction order is fixed
 // by the schedule (no atomics), so results are deterministic run to run.
 #include "bwd_weights.h"
-#include "flat_planes.h"
 #include "transposed_rows.h"
 #include "winograd.h"
 
@@ -16,13 +15,6 @@ using namespace canonical;
 
 class BwdWeights : public ConvGradGenerator<BwdWeights> {
 public:
-    // true: the variant for depthwise layers in channels-first layouts (ncg_px), vectorised
-    // over output positions along x (schedules/cpu_bwd_weights_pixels.cpp).
-    GeneratorParam<bool> pixel_vectors{"pixel_vectors", false};
-    // true: the flat-plane variant (ncg_fp: depthwise NCHW, unit strides, x and dy of one
-    // width; generators/flat_planes.h), on the runtime's flat views of x and dy, vectorised
-    // over dy's flat plane with the pixel-vector schedule.
-    GeneratorParam<bool> flat_planes{"flat_planes", false};
     // true: the dy-broadcast variant (ncx_db: dense channels-first layers whose dy holds at
     // least as many channels as x, e.g. pointwise expansions): the tiles broadcast dy from
     // its own rows and take vectors of x's channels, so only x is transposed
@@ -56,12 +48,6 @@ public:
         BwdWeightsStages s;
         const std::array<AxisParams, 3> ax = axes();
 
-        // The pixel-vector variant runs the reduction over x in whole vectors: past dy's
-        // width it reads zeros (and x's zero border), so the last vector of a row needs no
-        // masked loads and stores, which kept every accumulator of the tile in memory.
-        if (flat_planes && (variant_layout() != Layout::NCG || pixel_vectors || get_target().has_gpu_feature())) {
-            throw std::invalid_argument("convgrad: flat_planes is a CPU variant of layout=ncg alone");
-        }
         if (dy_broadcasts && (variant_layout() != Layout::NCX || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: dy_broadcasts is a CPU variant of layout=ncx alone");
         }
@@ -76,19 +62,8 @@ public:
         // layers of 8 channels, relative error 1), so ARM64 builds run nxc's algorithm and
         // tiles under this variant's name.
         const bool pairs = small_groups && get_target().arch == Target::X86;
-        const bool vectors = pixel_vectors || flat_planes;
-        const int lanes = vectors ? get_target().natural_vector_size(at) : 1;
-        const Expr ox_extent = (dy.dim(kX).extent() + lanes - 1) / lanes * lanes;
 
-        if (flat_planes) {
-            s.x_in = flat_plane(x, "x_in");
-            s.dy_in = flat_plane(dy, "dy_in");
-        } else if (pixel_vectors) {
-            // (ncg only) whole rows of both staged, with zeros at their ends: x's padding,
-            // and dy's zeros past its width (rows_over_zeros).
-            s.x_in = rows_over_zeros(x, "x_in");
-            s.dy_in = rows_over_zeros(dy, "dy_in");
-        } else {
+        {  // x read through its zero padding, dy widened to the accumulator type
             s.x_in = zero_padded(x, "x_in");
             s.dy_in = Func("dy_in");
             Var c, x_, y, z, g, n;
@@ -127,13 +102,10 @@ public:
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input
         // element once instead of at every one of its uses in the tiles.
         s.staged_inputs = bt.bits() == 16;
-        s.pixel_vectors = vectors;
         s.dy_broadcasts = dy_broadcasts;
         s.small_groups = pairs;
-        s.flat_planes = flat_planes;
 
-        // (The flat views' y and z have extent 1: the reduction runs over the flat plane.)
-        s.r = RDom({{0, ox_extent}, {0, dy.dim(kY).extent()},
+        s.r = RDom({{0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
                     {0, dy.dim(kZ).extent()}, {0, dy.dim(kN).extent()}}, "r");
         const Expr o[3] = {s.r[0], s.r[1], s.r[2]};
         const Expr n = s.r[3];
@@ -145,22 +117,8 @@ public:
 
         s.acc = Func("acc");
         s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
-        if (flat_planes) {
-            // dw[kx, ky] = sum over n and dy's flat positions j of dy[j] times x at
-            // j + kx*d_x - pad_x + (ky*d_y - pad_y) * W where j's column reads inside x's row.
-            const Expr width = flat_row_width(x);
-            s.col_ok = column_test("col_ok", width, [&](const Expr &c, const Expr &kx) {
-                const Expr t = c + kx * ax[0].dilation - ax[0].pad_begin;
-                return t >= 0 && t < width;
-            });
-            const Expr j = o[0];
-            const Expr tap = j + s.kx * ax[0].dilation - ax[0].pad_begin + (s.ky * ax[1].dilation - ax[1].pad_begin) * width;
-            s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
-                select(s.col_ok(j, s.kx), s.x_in(tap, s.g, n), Halide::cast(at, 0)) * s.dy_in(j, s.g, n);
-        } else {
-            s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
-                s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
-        }
+        s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
+            s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
 
         dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
         s.dw = dw;
@@ -172,11 +130,6 @@ public:
         // (x_blocks: dw's input channels are x's, one symbol, so that the tile branches'
         // conditions on them simplify the blocks' indices.)
         if (s.x_block > 0) dw.dim(kCi).set_extent(x.dim(kC).extent());
-        if (flat_planes) {
-            constrain_flat_plane(x);
-            constrain_flat_plane(dy);
-            dw.dim(kKz).set_bounds(0, 1);
-        }
         const FixedProblem fixed = fixed_problem();
         fixed.apply(x, "x");
         fixed.apply(dy, "dy");
@@ -213,7 +166,7 @@ public:
             // NCX's whole transposing copies (32-bit: the pass's loads) sweep x for the pass.
             s.rows_pass = lay == Layout::NCX && bt.bits() == 32;
             schedule_bwd_weights_cpu(s, get_target(), lay);
-            if ((lay == Layout::NCG && !flat_planes && !pixel_vectors) || s.rows_pass) {
+            if (lay == Layout::NCG || s.rows_pass) {
                 get_pipeline().add_custom_lowering_pass(new TransposedRows);
             }
         }
@@ -227,7 +180,7 @@ private:
         auto &dy = *dy_;
         auto &dw = *dw_;
         const Layout lay = variant_layout();
-        if ((lay != Layout::NXC && lay != Layout::NCX) || pixel_vectors || flat_planes || dy_broadcasts || small_groups ||
+        if ((lay != Layout::NXC && lay != Layout::NCX) || dy_broadcasts || small_groups ||
             get_target().has_gpu_feature()) {
             throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc or ncx alone");
         }

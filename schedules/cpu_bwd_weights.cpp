@@ -13,8 +13,9 @@
 //   chunks (rfactor) that run in parallel and are summed in a fixed order afterwards.
 // NCX, NCG (channels first: x contiguous): the same tiles as NXC and NXG, on copies of x and
 //   dy transposed once so the vector dim is innermost (NCHW ran at 0.04x oneDNN with
-//   vectors along x in a GEMM tile). Depthwise layers with rows of 16 pixels or more take
-//   the ncg_px variant instead, vectorised along the rows: cpu_bwd_weights_pixels.cpp.
+//   vectors along x in a GEMM tile; ncg's copies transpose by 4x4 blocks in 128-bit lanes,
+//   generators/transposed_rows.h, which made ncg 1.6-1.8x faster than the row-vector and
+//   flat-plane variants that took wider rows before).
 //   Pointwise NCX layers with dy the larger activation take ncx_db: the tile mirrored,
 //   vectors of ci from x's copy and dy broadcast in place, so dy is never transposed.
 // Any: the NXC fallback without stride assumptions.
@@ -56,10 +57,6 @@ void stage_x_blocks(BwdWeightsStages &s, int vec, bool transpose) {
 }  // namespace
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout) {
-    if (s.pixel_vectors) {
-        schedule_bwd_weights_cpu_pixels(s, target);
-        return;
-    }
     const int vec = target.natural_vector_size(s.acc.output_types()[0]);
     const int bytes = s.acc.output_types()[0].bytes();  // the staged copies' elements
     const bool groups_vectorised = one_channel_per_group(layout);

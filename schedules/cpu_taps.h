@@ -1,5 +1,5 @@
-// The depthwise filter gradients' tiles over square 3x3 and 5x5 filters, shared by the NXG
-// schedule (cpu_bwd_weights.cpp) and the NCG row schedule (cpu_bwd_weights_pixels.cpp).
+// The depthwise filter gradients' tiles over square 3x3 and 5x5 filters (the NXG and NCG
+// schedules, cpu_bwd_weights.cpp).
 #pragma once
 
 #include "../generators/bwd_weights.h"

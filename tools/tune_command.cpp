@@ -66,8 +66,6 @@ std::vector<std::string> candidates(const std::string &variant, const std::strin
         for (int chunks : {2, 8}) out.push_back(q("wg_chunks", chunks));
     } else if (data && pixel_vectors) {
         for (int v : {2, 3, 6}) out.push_back(q("px_vectors", v));
-    } else if (pixel_vectors) {
-        return out;  // the filter gradient's ncg_px/ncg_fp tile (every tap x one vector) has no parameter
     } else if (data && depthwise) {
         for (int px : {4, 5, 7, 8}) out.push_back(q("pixels", px) + "/" + q("rows7", 0));
     } else if (data) {

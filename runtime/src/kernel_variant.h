@@ -51,9 +51,9 @@ struct KernelVariant {
         return v;
     }
 
-    // The generator params (`key=value`) after dtype; both generators take pixel_vectors,
-    // small_groups and flat_planes, only the data gradient's takes x_phases, channel_slabs and
-    // pointwise, only the filter gradient's dy_broadcasts; both winograd.
+    // The generator params (`key=value`) after dtype; both generators take small_groups and
+    // winograd, only the data gradient's takes x_phases, channel_slabs, pointwise,
+    // pixel_vectors and flat_planes, only the filter gradient's dy_broadcasts.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
@@ -62,8 +62,8 @@ struct KernelVariant {
         if (data) out.push_back(std::string("pointwise=") + (pointwise ? "true" : "false"));
         out.push_back(std::string("winograd=") + (winograd ? "true" : "false"));
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
-        out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
-        out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
+        if (data) out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
+        if (data) out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
         return out;
     }
 };
