@@ -52,12 +52,11 @@ constexpr int64_t kPixelVectorMaxTileBytes = 64 * 1024;
 // The smallest planes the flat-plane data gradient (ncg_fp) takes: 4 AVX-512 vectors of
 // float32. (The filter gradient had one too, and a row-vector one, ncg_px: since ncg's
 // transposing copies work in 128-bit lanes, ncg ran them 1.6-1.8x faster on the Zen 1, every
-// suite shape, 7x7 filters about even: bench/RESULTS.md, thirty-sixth session.) The data
-// gradient with at most kFlatSmallPlaneTaps taps (3x3)
-// takes planes from one vector on (kFlatPlaneMinSmallFilter), since its tasks stage 32
-// planes before computing any (schedules/cpu_flat_planes.cpp): 4x4 to 7x7 planes ran
-// 1.1-1.7x faster flat (mb_dw960_7 0.26 -> 0.20 ms, batch 1 too); with a 5x5 filter, 7x7
-// planes ran 0.55-0.88x.
+// suite shape, 7x7 filters about even: bench/RESULTS.md, thirty-sixth session.) With at most
+// kFlatSmallPlaneTaps taps (3x3) it takes planes from one vector on
+// (kFlatPlaneMinSmallFilter), since its tasks stage 32 planes before computing any
+// (schedules/cpu_flat_planes.cpp): 4x4 to 7x7 planes ran 1.1-1.7x faster flat (mb_dw960_7 0.26
+// -> 0.20 ms, batch 1 too); with a 5x5 filter, 7x7 planes ran 0.55-0.88x.
 constexpr int kFlatPlaneMin = 64;
 constexpr int kFlatPlaneMinSmallFilter = 16;
 constexpr int kFlatSmallPlaneTaps = 9;

@@ -1,13 +1,12 @@
-// The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt):
-// per (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
+// The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt): per
+// (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
 // contiguous, the data gradient's ncg_fp and ncg_px, and ncg, with rows contiguous), the
-// channel-contiguous ones
-// (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for small groups, nxc_cs for
-// whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw for pointwise data
-// gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_db for pointwise filter
-// gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels.
-// The first entry that accepts a problem runs.
+// channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
+// small groups, nxc_cs for whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw
+// for pointwise data gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_db for pointwise
+// filter gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels. The first
+// entry that accepts a problem runs.
 #include <algorithm>
 
 #include "kernel_registry.h"
