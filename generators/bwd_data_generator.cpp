@@ -129,6 +129,10 @@ private:
         if (small_groups && (variant_layout() != Layout::NXC || s.phased || pixel_vectors)) {
             throw std::invalid_argument("convgrad: small_groups is a variant of layout=nxc alone");
         }
+        // Depthwise channels-first rows: stride 2 alone (unit strides run faster on ncg).
+        if (pixel_vectors && variant_layout() == Layout::NCG && !s.phased) {
+            throw std::invalid_argument("convgrad: pixel_vectors with layout=ncg needs x_phases=2");
+        }
         const Expr i[3] = {s.phased ? Expr(s.p) : Expr(s.x), s.y, s.z};
         Expr o[3], hit = Internal::const_true();
         for (int a = 0; a < 3; a++) {

@@ -18,17 +18,15 @@
 //     NCX: one run of pixels per channel; with stride 2 both phases are in the tile and
 //     interleave.
 //
-// ncg_px, ncg_s2_px: depthwise layers in channels-first layouts (NCHW: x contiguous, one
-// channel per group), unit strides or stride 2 along x (the x-phase view), rows of at least
-// one vector (the registry's rules). Each plane (g, n) is a small image of its own: tiles of
-// px_vectors vectors along a row (with unit strides, over several rows), per tap one
-// contiguous load of dy and one broadcast filter value per vector. dy is staged per block
-// of rows with its zero border, x innermost: zeros, then the rows copied over them
-// (rows_over_zeros). The channel-vector ncg kernel reads transposed copies of dy and dx
-// instead: three passes over memory for a layer that is memory bound (mb_dw32_112: 4.8 ms
-// against 1.05 ms in NHWC).
-#include <numeric>
-
+// ncg_s2_px: depthwise layers in channels-first layouts (NCHW: x contiguous, one channel per
+// group) with stride 2 along x (the x-phase view), rows of at least one vector (the
+// registry's rules). Each plane (g, n) is a small image of its own: tiles of px_vectors
+// vectors along a row, per tap one contiguous load of dy and one broadcast filter value per
+// vector. dy is staged per plane with its zero border, x innermost: zeros, then the rows
+// copied over them (rows_over_zeros). The channel-vector ncg kernel, which reads transposed
+// copies of dy and dx, ran mb_dw96s2_112 1.6x slower; with unit strides it beat this one's
+// tiles of several rows 1.2-7x since its copies transpose in 128-bit lanes (the unit-stride
+// ncg_px was removed: bench/RESULTS.md, thirty-seventh session).
 #include "../generators/bwd_data.h"
 #include "cpu_staging.h"
 
@@ -48,19 +46,13 @@ struct PixelTile {
     bool phases_in_tile;
     Var x_v{"x_v"}, x_l{"x_l"}, xv_o{"xv_o"}, xv_i{"xv_i"}, c_o{"c_o"}, c_i{"c_i"};
 
-    // `rows` > 1 (depthwise tiles, whose only other dimension is pixels): the tile spans
-    // that many rows (dx's loop y_t), unrolled in its stores and accumulators.
-    void stores(Stage st, const Var &x_i, const VarOrRVar &y_t, int rows) const {
+    void stores(Stage st, const Var &x_i) const {
         st.split(x_i, x_v, x_l, vec).vectorize(x_l).unroll(x_v);
         if (phases_in_tile) st.reorder(x_l, s.p, x_v).unroll(s.p);
-        if (rows > 1) st.unroll(y_t);
     }
-    void stores(Stage st, const Var &x_i) const { stores(st, x_i, s.y, 1); }
-    // row_tiles: the tiles span rows (stores' `rows` > 1), unrolled beside the vectors.
     // stride_2_taps: a branch for stride 2 along x and y (x-phase variants).
-    void accumulators(const Var &x_o, bool row_tiles = false, bool stride_2_taps = false) const {
-        std::vector<VarOrRVar> pure = {xv_i, xv_o, c_i, c_o};
-        if (row_tiles) pure.insert(pure.begin() + 2, s.y);
+    void accumulators(const Var &x_o, bool stride_2_taps = false) const {
+        const std::vector<VarOrRVar> pure = {xv_i, xv_o, c_i, c_o};
         s.acc.compute_at(s.dx, x_o).reorder_storage(s.x, s.c);
         s.acc.split(s.x, xv_o, xv_i, vec, TailStrategy::GuardWithIf)
             .split(s.c, c_o, c_i, channels, TailStrategy::GuardWithIf)
@@ -78,10 +70,6 @@ struct PixelTile {
             au.unroll(s.p);
         }
         au.reorder(loops).vectorize(xv_i).unroll(xv_o).unroll(c_i);
-        if (row_tiles) {
-            s.acc.unroll(s.y);
-            au.unroll(s.y);
-        }
         // (A specialisation copies the schedule as it stands: these come last.)
         if (stride_2_taps) {
             // Stride 2 along y too (depthwise ncg_s2_px): each row's tap tests and output
@@ -92,17 +80,7 @@ struct PixelTile {
             Stage s2 = au.specialize(s.stride_2);
             s2.specialize(s.square_2d(3) && s.unit_dilation).unroll(kx).unroll(ky);
         }
-        Stage unit = au.specialize(s.unit_stride);
-        if (row_tiles) {
-            // Square 3x3 and 5x5 undilated filters: the taps unrolled too, so the tile is
-            // one run of FMAs at constant offsets, and the taps that read the same row of dy
-            // share its loads (with the tap loops at run time, LLVM computed each row's
-            // address in vector registers and extracted it per tap; with a dilation the
-            // offsets are not constants and every FMA reloaded its address).
-            for (int taps : {3, 5}) {
-                unit.specialize(s.square_2d(taps) && s.unit_dilation).unroll(kx).unroll(ky);
-            }
-        }
+        au.specialize(s.unit_stride);
     }
 };
 
@@ -117,50 +95,23 @@ std::vector<int> tile_vector_counts(int px_vectors) {
 void schedule_depthwise_rows(BwdDataStages &s, int vec, int px_vectors) {
     const int block_rows = s.block_rows();
     const PixelTile tile{s, vec, 1, s.phased};
-    Var x_o("x_o"), x_i("x_i"), y_o("y_o"), y_i("y_i"), y_r("y_r"), y_t("y_t");
-    // Threads own planes (g, n); a plane's rows run in blocks, each block's rows of dy
-    // staged in cache.
-    // Unit strides (ncg_px): a tile spans `rows` rows of a block, so it holds
-    // kTileVectors accumulators whatever its width, and with 3x3 or 5x5 taps (unrolled,
-    // PixelTile::accumulators) its rows share the loads of dy's rows. Its blocks shift
-    // inwards (the last one overlaps the one before), so no row of a tile needs a guard:
-    // planes of at least a block's rows. (Guarded, the guard reached every tile and Halide
-    // no longer split off the whole blocks.)
-    // Stride 2 (ncg_s2_px: s.x is q, and a tile holds both phases of its pixels) and short
-    // planes: one row a tile, the last block guarded. The rows of a stride-2 tile would take
-    // different taps along y, and each row's test in the tap loop cost more than the chains
-    // gained (mb_dw96s2_112: 3.5 -> 4.7 ms with two rows a tile).
-    constexpr int kTileVectors = 8;
-    auto nest = [&](Stage st, int pixels, int rows) {
-        st.split(s.x, x_o, x_i, pixels);
-        std::vector<VarOrRVar> loops = {s.c, x_i};
-        if (s.phased) loops.push_back(s.p);
-        if (rows > 1) {
-            st.split(s.y, y_o, y_i, block_rows, TailStrategy::ShiftInwards).split(y_i, y_r, y_t, rows);
-            for (const Var &d : {y_t, x_o, y_r, y_o}) loops.push_back(d);
-        } else {
-            st.split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf);
-            for (const Var &d : {x_o, y_i, y_o}) loops.push_back(d);
-        }
-        for (const Var &d : {s.z, s.g, s.n}) loops.push_back(d);
-        st.reorder(loops).parallel(s.g).parallel(s.n);
+    Var x_o("x_o"), x_i("x_i"), y_o("y_o"), y_i("y_i");
+    // Threads own planes (g, n); a plane's rows run in blocks of `block_rows`, the last one
+    // guarded. s.x is q, and a tile holds both phases of its pixels, one row a tile: the rows
+    // of a stride-2 tile would take different taps along y, and each row's test in the tap
+    // loop cost more than the chains gained (mb_dw96s2_112: 3.5 -> 4.7 ms with two rows a
+    // tile).
+    auto nest = [&](Stage st, int pixels) {
+        st.split(s.x, x_o, x_i, pixels).split(s.y, y_o, y_i, block_rows, TailStrategy::GuardWithIf);
+        st.reorder(s.c, x_i, s.p, x_o, y_i, y_o, s.z, s.g, s.n).parallel(s.g).parallel(s.n);
     };
-    // Tiles of px_vectors, 2 and 1 vectors (the last tile of a row shifts inwards), then
-    // one vector a row for short planes.
+    // Tiles of px_vectors, 2 and 1 vectors (the last tile of a row shifts inwards).
     for (int vectors : tile_vector_counts(px_vectors)) {
-        const int rows = s.phased ? 1 : std::gcd(block_rows, std::max(1, kTileVectors / vectors));
-        Expr fits = s.x_extent >= vectors * vec;
-        if (rows > 1) fits = fits && s.y_extent >= block_rows;
-        Stage st = s.dx.specialize(fits);
-        nest(st, vectors * vec, rows);
-        tile.stores(st, x_i, y_t, rows);
-    }
-    if (!s.phased) {
-        Stage st = s.dx.specialize(s.x_extent >= vec);
-        nest(st, vec, 1);
+        Stage st = s.dx.specialize(s.x_extent >= vectors * vec);
+        nest(st, vectors * vec);
         tile.stores(st, x_i);
     }
-    nest(s.dx, 1, 1);
+    nest(s.dx, 1);
     // Staged per plane, one allocation a plane (malloc and free took ~10 % of mb_dw192_28's
     // 28x28 planes when each block had its own). Staged per block, the blocks' boundary
     // rows split the copy into five loop nests of clamped, selected loads, and the halo rows
@@ -169,8 +120,8 @@ void schedule_depthwise_rows(BwdDataStages &s, int vec, int px_vectors) {
     // of its tiles, as a block's did).
     stage_rows_over_zeros(s.dy_in, LoopLevel(s.dx, s.z), vec);
     s.w_local.compute_root();
-    // x vectors (of both phases) x rows, reduced over (multiplier, taps)
-    tile.accumulators(x_o, !s.phased, s.phased);
+    // x vectors (of both phases), reduced over (multiplier, taps)
+    tile.accumulators(x_o, true);
 }
 
 }  // namespace

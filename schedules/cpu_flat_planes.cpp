@@ -6,9 +6,9 @@
 // taps (one unaligned load of dy and one FMA each, the filter values broadcast), then the
 // column added under its column test. With 3x3 and 5x5 filters every tap unrolls, so a tile
 // is one run of loads at constant offsets. Each plane of dy is copied flat with the zeros
-// around it (cpu_staging.h: stage_flat_plane), one contiguous copy: the ncg_px kernel's
-// staged rows (a zero border and whole vectors per row) cost as much as its tiles on 28x28
-// planes, and its 28-pixel rows filled 28 of 32 lanes.
+// around it (cpu_staging.h: stage_flat_plane), one contiguous copy: the staged rows of the
+// unit-stride row-vector kernel (ncg_px, since removed; a zero border and whole vectors per
+// row) cost as much as its tiles on 28x28 planes, and its 28-pixel rows filled 28 of 32 lanes.
 #include "../generators/flat_planes.h"
 #include "cpu_staging.h"
 

@@ -529,13 +529,14 @@ TEST(TfEdge, ChannelsFirstRowTiles) {
     expect_kernel(narrow_dy, "bwd_data_f32_ncx_px");
 }
 
-// Depthwise layers in NCHW with rows of at least 16 pixels: the data gradient takes the
-// row-vector kernels (ncg_px, ncg_s2_px: schedules/cpu_bwd_data_pixels.cpp), the filter
-// gradient the channel-vector ncg (planes transposed in cache): each tile branch (4, 2 and 1 vectors,
-// the last tile shifted inwards), rows that are not a whole number of vectors (the filter
-// gradient's reduction reads zeros past dy's width), stride 2 in both directions (the data
-// gradient's x-phase view), 5x5 and non-square filters, dilation, a stride the filter
-// gradient loads through gathers, and rows too narrow for a vector (channel-vector ncg).
+// Depthwise layers in NCHW with rows of at least 16 pixels: with stride 2 the data gradient
+// takes the row-vector kernel (ncg_s2_px: schedules/cpu_bwd_data_pixels.cpp), with unit
+// strides ncg (or ncg_fp: DepthwiseFlatPlanes), and the filter gradient the channel-vector
+// ncg (planes transposed in cache): each tile branch (4, 2 and 1 vectors, the last tile
+// shifted inwards), rows that are not a whole number of vectors (the filter gradient's
+// reduction reads zeros past dy's width), stride 2 in both directions (the data gradient's
+// x-phase view), 5x5 and non-square filters, dilation, a stride the filter gradient loads
+// through gathers, and rows too narrow for a vector (channel-vector ncg).
 TEST(TfEdge, DepthwiseChannelsFirstRows) {
     const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding, int64_t stride) {
         return as_nchw(conv({n, h, w, c}, {k, k, 1, c}, std::move(padding), stride, stride));
@@ -550,7 +551,7 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
         expect_matches_reference(nchw(2, 7, width, 3, 5, "VALID", 1));
     }
     // (Unit strides with dx and dy of one width take the flat-plane kernels: below.)
-    expect_kernels(nchw(2, 7, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(2, 7, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     expect_kernels(nchw(1, 9, 64, 5, 3, "SAME", 2), "bwd_data_f32_ncg_s2_px", "bwd_weights_f32_ncg");
     // The stride-2 data gradient's branches: 3x3 undilated (taps unrolled; SAME above, VALID
     // here), 5x5 and dilated (taps at run time, stride 2 constant), stride 2 along x only.
@@ -574,11 +575,10 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
     native.depthwise = true;
     native.filter = {3, 3, 8, 1};
     expect_matches_reference(native);
-    // Planes of at least a block's rows (8) take the data gradient's tiles of several rows,
-    // the last block shifted inwards over the one before: heights that leave a partial
-    // block, every tile width, 3x3 and 5x5 filters (taps unrolled), and dilated and 1x3
-    // ones (taps at run time). VALID: dy narrower than dx, which the flat-plane kernels
-    // (SAME here) do not take.
+    // Taller planes with unit strides (ncg, and ncg_fp for SAME planes of at most
+    // kFlatPlaneMax positions): heights that leave a partial block of rows, rows of one to
+    // several vectors, 3x3 and 5x5 filters (taps unrolled), and dilated and 1x3 ones (taps at
+    // run time). VALID: dy narrower than dx, which the flat-plane kernels do not take.
     for (const char *padding : {"VALID", "SAME"}) {
         for (int64_t height : {10, 19, 28}) {
             for (int64_t width : {18, 28, 40, 70}) expect_matches_reference(nchw(2, height, width, 3, 3, padding, 1));
@@ -591,14 +591,15 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
             expect_matches_reference(tall_wide);
         }
     }
-    expect_kernels(nchw(2, 19, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg_px", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(2, 19, 40, 3, 3, "VALID", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     // Rows narrower than a vector keep the channel-vector kernels (with unit strides, planes
-    // under kFlatPlaneMin positions, or under kFlatPlaneMinSmallFilter for a 3x3 data
-    // gradient), which run per block of one vector of groups (planes staged and dx written in
-    // cache): fewer groups than a block, a partial last block, whole blocks; stride 2, 5x5,
-    // dilated, batch 1.
+    // outside ncg_fp's ranges: kFlatPlaneMin to kFlatPlaneMax positions, and for a 3x3 data
+    // gradient kFlatPlaneMinSmallFilter to kFlatSmallPlaneMax too), which run per block of
+    // one vector of groups (planes staged and dx written in cache): fewer groups than a
+    // block, a partial last block, whole blocks; stride 2, 5x5, dilated, batch 1.
     expect_kernels(nchw(2, 7, 7, 24, 5, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
-    expect_kernels(nchw(2, 7, 7, 24, 3, "SAME", 1), "bwd_data_f32_ncg_fp", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(2, 7, 7, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+    expect_kernels(nchw(2, 5, 5, 24, 3, "SAME", 1), "bwd_data_f32_ncg_fp", "bwd_weights_f32_ncg");
     expect_kernels(nchw(2, 3, 5, 24, 3, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     expect_kernels(nchw(2, 7, 14, 24, 3, "VALID", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     expect_matches_reference(nchw(2, 7, 14, 24, 3, "SAME", 1));
@@ -755,11 +756,12 @@ TEST(TfEdge, PointwiseFlattened) {
 }
 
 // Depthwise NCHW data gradients with unit strides and dx, dy of one width: the flat-plane
-// kernel, each plane one flat row (generators/flat_planes.h); their filter gradients take
-// ncg (the same problems check it). Planes of one wide tile exactly (64) and
-// just over, rows narrower and wider than a vector, one row; group counts around the tasks'
-// blocks of 8; 3x3 and 5x5 filters (taps unrolled), dilated, 1x3 and 2x2 (taps at run
-// time, padding after only); explicit padding with dy shorter than dx, and with all of
+// kernel, each plane one flat row (generators/flat_planes.h), for planes of 64 to 1024
+// positions (3x3 filters also 16 to 25); their filter gradients take ncg (the same problems
+// check it). Planes at those bounds and just outside; planes of one wide tile exactly (64)
+// and just over, rows narrower and wider than a vector, one row; group counts around the
+// tasks' blocks of 8; 3x3 and 5x5 filters (taps unrolled), dilated, 1x3 and 2x2 (taps at
+// run time, padding after only); explicit padding with dy shorter than dx, and with all of
 // x's padding on one side.
 TEST(TfEdge, DepthwiseFlatPlanes) {
     const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding) {
@@ -767,13 +769,19 @@ TEST(TfEdge, DepthwiseFlatPlanes) {
     };
     expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
     expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_weights_f32_ncg");
-    // Under 64 positions with more than 3x3 taps: the data gradient on channel vectors.
-    expect_kernel(nchw(2, 7, 9, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
+    // Under 64 positions (and over 25 for 3x3 taps) and over 1024: the data gradient on
+    // channel vectors.
+    expect_kernel(nchw(2, 7, 9, 5, 3, "SAME"), "bwd_data_f32_ncg");
     expect_kernel(nchw(2, 7, 9, 5, 5, "SAME"), "bwd_data_f32_ncg");
+    expect_kernel(nchw(2, 5, 5, 5, 5, "SAME"), "bwd_data_f32_ncg");
+    expect_kernel(nchw(2, 5, 5, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
     expect_kernel(nchw(2, 4, 4, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
-    expect_kernel(nchw(1, 91, 91, 2, 3, "SAME"), "bwd_data_f32_ncg_fp");
-    expect_kernel(nchw(1, 91, 91, 2, 3, "SAME"), "bwd_weights_f32_ncg");
-    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {5, 13}, {4, 16}, {9, 11}, {1, 70}, {3, 40}, {28, 28}}) {
+    expect_kernel(nchw(2, 3, 5, 5, 3, "SAME"), "bwd_data_f32_ncg");
+    expect_kernel(nchw(1, 32, 32, 2, 3, "SAME"), "bwd_data_f32_ncg_fp");
+    expect_kernel(nchw(1, 32, 33, 2, 3, "SAME"), "bwd_data_f32_ncg");
+    expect_kernel(nchw(1, 91, 91, 2, 3, "SAME"), "bwd_data_f32_ncg");
+    expect_kernel(nchw(1, 32, 32, 2, 3, "SAME"), "bwd_weights_f32_ncg");
+    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {5, 13}, {4, 16}, {9, 11}, {1, 70}, {3, 40}, {28, 28}, {4, 256}}) {
         for (int64_t groups : {5, 8, 17}) expect_matches_reference(nchw(groups == 8 ? 1 : 2, h, w, groups, 3, "SAME"));
         expect_matches_reference(nchw(2, h, w, 3, 5, "SAME"));
         TfConv2D dilated = nchw(2, h, w, 3, 3, "SAME");
@@ -786,7 +794,7 @@ TEST(TfEdge, DepthwiseFlatPlanes) {
     }
     // Small planes, the data gradient's tasks of up to 32 planes (G / 4 of them, the last
     // block partial): 7 groups (1 a task), 70 (17), 200 (32).
-    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{7, 7}, {4, 4}, {3, 6}, {8, 8}}) {
+    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{5, 5}, {4, 4}, {3, 6}, {8, 8}}) {
         for (int64_t groups : {7, 70, 200}) expect_matches_reference(nchw(groups == 200 ? 1 : 2, h, w, groups, 3, "SAME"));
         TfConv2D dilated = nchw(2, h, w, 3, 3, "SAME");
         dilated.dilations = {1, 1, 2, 2};

@@ -24,7 +24,7 @@ struct LayoutRequirement {
                                  // dx is passed through its 7-D x-phase view (canonical.h)
     bool pixel_vectors = false;  // few-channel variants (_px): at most kPixelVectorChannels
                                  // dx channels per group; data gradient: unit strides unless
-                                 // x_phases; ncg_px, ncx_px: rows of at least kPixelVectorMinRow
+                                 // x_phases; ncg_s2_px, ncx_px: rows of at least kPixelVectorMinRow
     bool small_groups = false;   // nxc_sg: data gradient, fewer than kSmallGroupChannels dy channels
                                  // per group; filter gradient, pairs of kSmallGroupPairChannels
     bool flat_planes = false;    // ncg_fp: 2-D, unit strides, both activations' planes of one
@@ -41,7 +41,7 @@ struct LayoutRequirement {
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
 constexpr int kPixelVectorChannels = 4;
-// The narrowest rows the channels-first pixel-vector variants (ncg_px, ncx_px) take: one AVX-512
+// The narrowest rows the channels-first pixel-vector variants (ncg_s2_px, ncx_px) take: one AVX-512
 // vector of float32 (they vectorise along rows).
 constexpr int kPixelVectorMinRow = 16;
 // The channels-first data gradient's pixel-vector tiles (ncx_px): at most this many vectors of a
@@ -49,16 +49,23 @@ constexpr int kPixelVectorMinRow = 16;
 // of dy's staged rows per tile's reduction (kernel_table.cpp: larger go to ncx_cs or ncx).
 constexpr int kPixelVectorTile = 4;
 constexpr int64_t kPixelVectorMaxTileBytes = 64 * 1024;
-// The smallest planes the flat-plane data gradient (ncg_fp) takes: 4 AVX-512 vectors of
-// float32. (The filter gradient had one too, and a row-vector one, ncg_px: since ncg's
-// transposing copies work in 128-bit lanes, ncg ran them 1.6-1.8x faster on the Zen 1, every
-// suite shape, 7x7 filters about even: bench/RESULTS.md, thirty-sixth session.) With at most
-// kFlatSmallPlaneTaps taps (3x3) it takes planes from one vector on
-// (kFlatPlaneMinSmallFilter), since its tasks stage 32 planes before computing any
-// (schedules/cpu_flat_planes.cpp): 4x4 to 7x7 planes ran 1.1-1.7x faster flat (mb_dw960_7 0.26
-// -> 0.20 ms, batch 1 too); with a 5x5 filter, 7x7 planes ran 0.55-0.88x.
+// The planes (positions) the flat-plane data gradient (ncg_fp) takes: from 4 AVX-512 vectors
+// of float32 to kFlatPlaneMax, and with at most kFlatSmallPlaneTaps taps (3x3) also planes of
+// one vector to kFlatSmallPlaneMax, where its tasks, which stage 32 planes before computing
+// any (schedules/cpu_flat_planes.cpp), beat ncg. Kernel alone on the Zen 1 (AVX2, batch 8,
+// 3x3, ms, ncg_fp / ncg; bench/RESULTS.md, thirty-seventh session): 14x14 planes 0.77 / 0.92
+// (576 groups) and 0.49 / 0.52 (384), 28x28 1.01 / 1.03 (in the suite 0.95-1.02 / 1.02-1.05),
+// 56x56 3.18 / 2.92, 112x112 2.86 / 2.48, 7x7 0.46 / 0.36 (batch 1 0.136 / 0.115), 6x6
+// 0.100 / 0.092, 5x5 0.009 / 0.015, 4x4 0.079 / 0.119; 200x200 (16 groups) 4.6 / 5.2 is left
+// to ncg with the other large planes.
+// A 5x5 filter on 7x7 planes ran 1.08 / 0.66, a 7x7 one on 56x56 9.4 / 5.7. (The filter
+// gradient had flat-plane and row-vector variants too: since ncg's transposing copies work
+// in 128-bit lanes, ncg ran them 1.6-1.8x faster, every suite shape: thirty-sixth session.
+// So did the data gradient's unit-stride row-vector ncg_px, 1.2-7x slower than ncg.)
 constexpr int kFlatPlaneMin = 64;
+constexpr int kFlatPlaneMax = 1024;
 constexpr int kFlatPlaneMinSmallFilter = 16;
+constexpr int kFlatSmallPlaneMax = 25;
 constexpr int kFlatSmallPlaneTaps = 9;
 // The small-group variant (nxc_sg) stages dy with this many slots per pixel (generators/bwd_data.h)
 // and takes fewer dy channels per group: with 16 over 16 dx channels it measured 0.87-0.98x nxc.

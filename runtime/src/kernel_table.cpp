@@ -1,7 +1,7 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt): per
 // (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
-// contiguous, the data gradient's ncg_fp and ncg_px, and ncg, with rows contiguous), the
+// contiguous, the data gradient's ncg_fp, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
 // small groups, nxc_cs for whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw
 // for pointwise data gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_db for pointwise
@@ -53,7 +53,6 @@ constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, fal
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
-constexpr LayoutRequirement layout_ncg_px = {kX, true, false, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
 constexpr LayoutRequirement layout_nxc = {kC, false};
 constexpr LayoutRequirement layout_ncx_px = {kX, false, false, true};
@@ -128,7 +127,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     }
     // Pixel-vector kernels: few dx channels per group (NXC; NCX takes any). The data gradient's tiles span pixels
     // along x, so every pixel must take the same taps (unit strides, or the x-phase view of
-    // stride 2). Channels-first ones (ncg_px, ncx_px) vectorise along rows (dx's for the data
+    // stride 2). Channels-first ones (ncg_s2_px, ncx_px) vectorise along rows (dx's for the data
     // gradient, dy's for the filter gradient): rows (of one x phase) narrower than
     // kPixelVectorMinRow would leave most lanes empty, and go to the channel-vector kernels.
     if (needs.pixel_vectors) {
@@ -164,17 +163,19 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     }
     // Flat-plane kernels read each plane as one row (generators/flat_planes.h): 2-D, unit
     // strides, both planes of one width, rows contiguous (the flat view's requirement), and
-    // planes of at least kFlatPlaneMin positions (act1: dx, or dy for the filter gradient;
-    // kFlatPlaneMinSmallFilter for data gradients of up to kFlatSmallPlaneTaps taps).
+    // planes (dx's) of kFlatPlaneMin to kFlatPlaneMax positions, or with at most
+    // kFlatSmallPlaneTaps taps, kFlatPlaneMinSmallFilter to kFlatSmallPlaneMax.
     if (needs.flat_planes) {
         if (p.spatial_rank > 2) return false;
         for (int a = 0; a < p.spatial_rank; a++) {
             if (p.strides[a] != 1) return false;
         }
         if (act0.extent[kX] != act1.extent[kX]) return false;
-        const bool small_planes_ok = d == Direction::kBackwardData && taps_along(p, p.spatial_rank) <= kFlatSmallPlaneTaps;
-        const int min_plane = small_planes_ok ? kFlatPlaneMinSmallFilter : kFlatPlaneMin;
-        if (act1.extent[kX] * act1.extent[canonical::kY] < min_plane) return false;
+        const int64_t plane = act1.extent[kX] * act1.extent[canonical::kY];
+        const bool small_filter = taps_along(p, p.spatial_rank) <= kFlatSmallPlaneTaps;
+        const bool mid_plane = plane >= kFlatPlaneMin && plane <= kFlatPlaneMax;
+        const bool small_plane = small_filter && plane >= kFlatPlaneMinSmallFilter && plane <= kFlatSmallPlaneMax;
+        if (!mid_plane && !small_plane) return false;
         // (x is contiguous: unit_stride_dim, below.)
         for (const CanonicalView *v : {&act0, &act1}) {
             if (!spatial_dims_nest(*v) || v->extent[canonical::kZ] != 1) return false;
