@@ -4,18 +4,35 @@
 # run time) and they all share ONE Halide runtime: several runtimes in one binary are merged
 # silently by the linker, and if the AVX-512 one wins, older CPUs die with SIGILL.
 
-# Order matters: Halide's multitarget wrapper takes the first target the CPU supports.
+# Order matters: Halide's multitarget wrapper takes the first target the CPU supports, and
+# runs the last one without asking. SSE4.1 is that floor (every x86-64 CPU since 2011 has
+# it; the mission's paths are AVX-512, AVX2 and SSE4.1): the runtime refuses CPUs without it
+# with an error status (runtime/src/halide_bridge.cpp) instead of letting its code fault.
+# A featureless x86-64 path would cost a fifth of the kernels' compile time for no CPU in use.
+# CONVGRAD_X86_PATHS narrows the build to the paths a machine can test: CI's test build
+# leaves out AVX-512 where its CPU lacks it (scripts/build.sh, CONVGRAD_X86_PATHS=runnable).
 # ARM64 (cross builds): plain NEON. The arm_dot_prod / arm_fp16 features speed up int8 dot
 # products and f16 arithmetic; these kernels accumulate floats in f32 and int32 in 32 bits,
 # so neither feature would change their code.
+set(CONVGRAD_X86_PATHS avx512_skylake avx2 sse41 CACHE STRING
+    "x86 multitarget paths to build, best first; sse41, the fallback, last")
+set(convgrad_x86_features_avx512_skylake avx-avx2-avx512-avx512_skylake-f16c-fma-sse41)
+set(convgrad_x86_features_avx2 avx-avx2-f16c-fma-sse41)
+set(convgrad_x86_features_sse41 sse41)
 if (CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
   set(CONVGRAD_HALIDE_TARGETS arm-64-linux)
 else ()
-  set(CONVGRAD_HALIDE_TARGETS
-      x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41
-      x86-64-linux-avx-avx2-f16c-fma-sse41
-      x86-64-linux-sse41
-      x86-64-linux)
+  list(GET CONVGRAD_X86_PATHS -1 last_path)
+  if (NOT last_path STREQUAL "sse41")
+    message(FATAL_ERROR "CONVGRAD_X86_PATHS must end with sse41, the fallback (got '${CONVGRAD_X86_PATHS}')")
+  endif ()
+  set(CONVGRAD_HALIDE_TARGETS "")
+  foreach (path ${CONVGRAD_X86_PATHS})
+    if (NOT DEFINED convgrad_x86_features_${path})
+      message(FATAL_ERROR "CONVGRAD_X86_PATHS: unknown path '${path}' (avx512_skylake, avx2, sse41)")
+    endif ()
+    list(APPEND CONVGRAD_HALIDE_TARGETS x86-64-linux-${convgrad_x86_features_${path}})
+  endforeach ()
 endif ()
 # GPU kernel variants (generators/CMakeLists.txt): CUDA PTX for these capabilities, and
 # OpenCL C, with host code for baseline x86-64. Halide 14 knows capabilities up to 86; newer

@@ -45,15 +45,21 @@ std::vector<std::string> host_cpu_features() {
     return out;
 }
 
+// The best of the paths the kernels were built with (halide_bridge.h: x86_path_built) that
+// this CPU supports; "baseline" for a CPU without SSE4.1, whose AOT kernels refuse to run
+// unless they hold that path (halide_bridge.cpp) and whose JIT kernels are plain x86-64.
 std::string expected_isa_path() {
 #if defined(__aarch64__)
     return "arm64";  // one target (plain NEON), no multitarget choice
 #else
     const auto f = host_cpu_features();
-    const bool avx2 = has(f, {"sse41", "avx", "avx2", "fma", "f16c"});
-    if (avx2 && has(f, {"avx512f", "avx512cd", "avx512vl", "avx512bw", "avx512dq"})) return "avx512_skylake";
-    if (avx2) return "avx2";
-    if (has(f, {"sse41"})) return "sse41";
+    const bool sse41 = has(f, {"sse41"});
+    const bool avx2 = sse41 && has(f, {"avx", "avx2", "fma", "f16c"});
+    const bool avx512 = avx2 && has(f, {"avx512f", "avx512cd", "avx512vl", "avx512bw", "avx512dq"});
+    const std::pair<const char *, bool> paths[] = {{"avx512_skylake", avx512}, {"avx2", avx2}, {"sse41", sse41}};
+    for (const auto &[path, supported] : paths) {
+        if (supported && x86_path_built(path)) return path;
+    }
     return "baseline";
 #endif
 }

@@ -1,10 +1,13 @@
 #include "halide_bridge.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <string>
 
 #include "HalideRuntime.h"
+#include "convgrad/convgrad.h"
 #ifdef CONVGRAD_HAVE_GPU
 #include "HalideRuntimeCuda.h"
 #include "HalideRuntimeOpenCL.h"
@@ -33,9 +36,13 @@ extern "C" void convgrad_halide_error(void *user_context, const char *message) {
     while (!ctx->error.empty() && (ctx->error.back() == '\n' || ctx->error.back() == ' ')) ctx->error.pop_back();
 }
 
-// Halide's multitarget wrappers ask this hook, in target order, whether the CPU supports a
-// target's features; the first yes wins. Recording the yes tells us which path runs.
-std::atomic<int> g_selected_path{-1};
+// Halide's multitarget wrappers ask this hook whether the CPU supports a target's features,
+// for every target but the last (the fallback); the first target in the list with a yes
+// runs, else the fallback. The wrapper evaluates every question, fallback's side first (the
+// order is not the list's), once per kernel, and the answers depend on the CPU alone: the
+// path that runs is the best one answered yes, else the fallback.
+std::atomic<int> g_best_yes{4};
+std::atomic<bool> g_asked{false};
 std::atomic<bool> g_kernel_ran{false};
 const char *const kPathNames[] = {"avx512_skylake", "avx2", "sse41", "baseline"};
 
@@ -53,14 +60,12 @@ int path_of(int count, const uint64_t *features) {
 
 extern "C" int convgrad_can_use_target_features(int count, const uint64_t *features) {
     const int ok = halide_default_can_use_target_features(count, features);
-    const int path = path_of(count, features);
-    // The featureless baseline is the wrapper's fallback and is never asked about: a "no" for
-    // the sse41 target (the last one asked) means the baseline runs.
     if (ok) {
-        g_selected_path.store(path);
-    } else if (path == 2) {
-        g_selected_path.store(3);
+        const int path = path_of(count, features);
+        for (int best = g_best_yes.load(); path < best && !g_best_yes.compare_exchange_weak(best, path);) {
+        }
     }
+    g_asked.store(true);
     return ok;
 }
 
@@ -256,6 +261,16 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
 #ifndef CONVGRAD_HAVE_GPU
     if (k.device != Device::kCpu) return Status::unsupported(std::string("kernel ") + k.name + ": GPU support is not built in");
 #endif
+#if defined(__x86_64__)
+    // SSE4.1 is the AOT multitarget's floor: its fallback would fault on an older CPU. (JIT
+    // kernels are compiled for this CPU.)
+    static const bool cpu_too_old = expected_isa_path() == "baseline" && !x86_path_built("baseline");  // once: CPUID traps in VMs
+    if (k.device == Device::kCpu && !k.jit && cpu_too_old) {
+        return Status::unsupported(std::string("kernel ") + k.name +
+                                   ": this CPU lacks SSE4.1, which convgrad's prebuilt x86 kernels need "
+                                   "(the JIT mode compiles kernels for any x86-64 CPU)");
+    }
+#endif
     return halide_call(std::string("kernel ") + k.name, [&](void *ctx) {
         auto call = [&] {
             return k.fn(ctx, stride[0], stride[1], stride[2], dilation[0], dilation[1], dilation[2], pad[0], pad[1],
@@ -290,13 +305,19 @@ Status halide_call(const std::string &what, const std::function<int(void *user_c
 
 void set_num_threads(int threads) { halide_set_num_threads(threads); }
 
+bool x86_path_built(const std::string &path) {
+    return (std::string(",") + CONVGRAD_X86_PATHS + ",").find("," + path + ",") != std::string::npos;
+}
+
 std::string selected_isa_path() {
 #if defined(__aarch64__)
     // A single-target build: no multitarget wrapper asks the hook; any call ran NEON code.
     return g_kernel_ran.load() ? "arm64" : "";
 #else
-    const int path = g_selected_path.load();
-    return path < 0 ? "" : kPathNames[path];
+    if (!g_asked.load()) return "";
+    int fallback = 3;  // the last path built
+    while (fallback > 0 && !x86_path_built(kPathNames[fallback])) fallback--;
+    return kPathNames[std::min(g_best_yes.load(), fallback)];
 #endif
 }
 

@@ -32,4 +32,13 @@ Status halide_call(const std::string &what, const std::function<int(void *user_c
 // "sse41", "baseline"), "" before any call.
 std::string selected_isa_path();
 
+// The x86 paths the AOT kernels hold, best first, comma-separated: the main build's
+// (runtime/CMakeLists.txt passes CONVGRAD_X86_PATHS: SSE4.1 the fallback, CPUs without it
+// refused). A library `convgrad aot` emits is built for its own target(s), which may reach
+// down to the featureless baseline: every path.
+#ifndef CONVGRAD_X86_PATHS
+#define CONVGRAD_X86_PATHS "avx512_skylake,avx2,sse41,baseline"
+#endif
+bool x86_path_built(const std::string &path);
+
 }  // namespace convgrad
