@@ -3,8 +3,10 @@
 # Usage: scripts/build.sh [extra cmake args...]
 # CONVGRAD_X86_PATHS (environment): the x86 multitarget's paths, best first (default: all,
 # "avx512_skylake;avx2;sse41"); "runnable" keeps those this machine's tests can run, natively
-# or under qemu (AVX-512 only on a CPU with it): .ci/run's choice, since the AVX-512 code is
-# 35 % of the build and CI's machine may have no way to run it.
+# or under qemu (AVX-512 only on a CPU with it; the same five features as
+# runtime/src/cpu_info.cpp's avx512_skylake test): .ci/run's choice, since the AVX-512 code is
+# about 40 % of the kernels' compile time and CI's machine may have no way to run it. The
+# default is passed explicitly so that a `runnable` build does not stick in CMake's cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
