@@ -24,6 +24,7 @@ struct BwdWeightsStages {
     // block's pixels contiguous; 0 where x_in reads x itself.
     Func x_blocks;
     int x_block = 0;
+    bool x_blocks_swept = false;  // ncx, 32-bit, blocks of 8+: copied by the TransposedRows pass
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset

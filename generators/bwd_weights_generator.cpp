@@ -91,10 +91,18 @@ public:
             const int b = BwdWeightsStages::ci_tile(schedule_params(), get_target());
             // (The slot is clamped too, so that a layer with fewer channels than a block
             // stores only its own: an RGB stem's 3, not 8.)
+            // Channels first, 32-bit, blocks of 8 or more (AVX-512 f32): the copy is a plain
+            // sweep that the TransposedRows pass transposes (schedules/cpu_bwd_weights.cpp),
+            // which needs whole blocks to read plain rows: the block's clamp is marked
+            // `likely` unneeded, so Halide partitions the loop over blocks. (Elsewhere, with
+            // the unrolled gathers, the partitioned loops ran AVX2's NCHW rx_g32_28 0.66x.)
+            s.x_blocks_swept = variant_layout() == Layout::NCX && bt.bits() == 32 && b >= 8;
             const Expr last = x.dim(kC).extent() - 1;
+            const Expr channel = ci_o * b + ci_i;
             Func plain = s.x_in;
             s.x_blocks = Func("x_blocks");
-            s.x_blocks(ci_i, ci_o, x_, y, z, g, n) = plain(Halide::min(ci_o * b + ci_i, last), x_, y, z, g, n);
+            s.x_blocks(ci_i, ci_o, x_, y, z, g, n) =
+                plain(Halide::min(s.x_blocks_swept ? Halide::likely(channel) : channel, last), x_, y, z, g, n);
             s.x_in = Func("x_in_blocks");
             s.x_in(c, x_, y, z, g, n) = s.x_blocks(Halide::min(c % b, last), c / b, x_, y, z, g, n);
             s.x_block = b;
