@@ -91,7 +91,7 @@ public:
             const int b = BwdWeightsStages::ci_tile(schedule_params(), get_target());
             // (The slot is clamped too, so that a layer with fewer channels than a block
             // stores only its own: an RGB stem's 3, not 8.)
-            // Channels first, 32-bit, blocks of 8 or more (AVX-512 f32): the copy is a plain
+            // Channels first, 32-bit, blocks of 8 or more (AVX-512 and ARM64 f32): the copy is a plain
             // sweep that the TransposedRows pass transposes (schedules/cpu_bwd_weights.cpp),
             // which needs whole blocks to read plain rows: the block's clamp is marked
             // `likely` unneeded, so Halide partitions the loop over blocks. (Elsewhere, with

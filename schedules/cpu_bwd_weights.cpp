@@ -38,7 +38,7 @@ namespace {
 void stage_x_blocks(BwdWeightsStages &s, int vec, bool transpose) {
     const std::vector<Var> a = s.x_blocks.args();
     Var xo("xo"), xi("xi");
-    // Channels first with blocks of 8 or 16 (AVX-512 f32; s.x_blocks_swept): each block's
+    // Channels first with blocks of 8 or 16 (AVX-512 and ARM64 f32; s.x_blocks_swept): each block's
     // planes swept along x plainly, a loop the TransposedRows pass rewrites into in-lane
     // transposes where whole blocks read plain rows (x_blocks' definition marks the last
     // block's clamp `likely` unneeded, so the loop over blocks is partitioned). Kernel alone,
