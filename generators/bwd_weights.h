@@ -24,7 +24,9 @@ struct BwdWeightsStages {
     // block's pixels contiguous; 0 where x_in reads x itself.
     Func x_blocks;
     int x_block = 0;
-    bool x_blocks_swept = false;  // ncx, 32-bit, blocks of 8+: copied by the TransposedRows pass
+    // ncx, 32-bit, blocks of 8 or more (AVX-512 and ARM64 f32): x_blocks is copied by a
+    // plain sweep that the TransposedRows pass transposes (schedules/cpu_bwd_weights.cpp).
+    bool x_blocks_swept() const { return rows_pass && x_block >= 8; }
     Var ci{"ci"}, co{"co"}, kx{"kx"}, ky{"ky"}, kz{"kz"}, g{"g"};
     RDom r;          // (ox, oy, oz, n): the reduction over batch and output positions
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset

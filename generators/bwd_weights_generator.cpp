@@ -85,27 +85,29 @@ public:
         // 32-byte pixels instead of taking a line (and, 2048 channels wide, a page) per pixel
         // (schedules/cpu_bwd_weights.cpp). Channels past the last are copies of it (the
         // block's unused slots: the tiles never read them).
+        const bool cpu_schedule = !get_target().has_gpu_feature() && !autoscheduled();
+        // NCX's whole transposing copies (32-bit: the pass's loads) sweep x for the pass.
+        s.rows_pass = cpu_schedule && variant_layout() == Layout::NCX && bt.bits() == 32;
         const bool dense = variant_layout() == Layout::NXC || (variant_layout() == Layout::NCX && !dy_broadcasts);
-        if (dense && !pairs && bt.bits() != 16 && !get_target().has_gpu_feature() && !autoscheduled()) {
+        if (dense && !pairs && bt.bits() != 16 && cpu_schedule) {
             Var ci_i("ci_i"), ci_o("ci_o"), c, x_, y, z, g, n;
             const int b = BwdWeightsStages::ci_tile(schedule_params(), get_target());
+            s.x_block = b;
             // (The slot is clamped too, so that a layer with fewer channels than a block
             // stores only its own: an RGB stem's 3, not 8.)
-            // Channels first, 32-bit, blocks of 8 or more (AVX-512 and ARM64 f32): the copy is a plain
-            // sweep that the TransposedRows pass transposes (schedules/cpu_bwd_weights.cpp),
-            // which needs whole blocks to read plain rows: the block's clamp is marked
-            // `likely` unneeded, so Halide partitions the loop over blocks. (Elsewhere, with
-            // the unrolled gathers, the partitioned loops ran AVX2's NCHW rx_g32_28 0.66x.)
-            s.x_blocks_swept = variant_layout() == Layout::NCX && bt.bits() == 32 && b >= 8;
+            // Swept blocks (s.x_blocks_swept(): the copy is a plain sweep that the
+            // TransposedRows pass transposes, schedules/cpu_bwd_weights.cpp) need whole
+            // blocks to read plain rows: the block's clamp is marked `likely` unneeded, so
+            // Halide partitions the loop over blocks. (Elsewhere, with the unrolled gathers,
+            // the partitioned loops ran AVX2's NCHW rx_g32_28 0.66x.)
             const Expr last = x.dim(kC).extent() - 1;
             const Expr channel = ci_o * b + ci_i;
             Func plain = s.x_in;
             s.x_blocks = Func("x_blocks");
             s.x_blocks(ci_i, ci_o, x_, y, z, g, n) =
-                plain(Halide::min(s.x_blocks_swept ? Halide::likely(channel) : channel, last), x_, y, z, g, n);
+                plain(Halide::min(s.x_blocks_swept() ? Halide::likely(channel) : channel, last), x_, y, z, g, n);
             s.x_in = Func("x_in_blocks");
             s.x_in(c, x_, y, z, g, n) = s.x_blocks(Halide::min(c % b, last), c / b, x_, y, z, g, n);
-            s.x_block = b;
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): convert each input
         // element once instead of at every one of its uses in the tiles.
@@ -171,8 +173,6 @@ public:
         } else if (get_target().has_gpu_feature()) {
             schedule_bwd_weights_gpu(s, get_target(), lay);
         } else {
-            // NCX's whole transposing copies (32-bit: the pass's loads) sweep x for the pass.
-            s.rows_pass = lay == Layout::NCX && bt.bits() == 32;
             schedule_bwd_weights_cpu(s, get_target(), lay);
             if (lay == Layout::NCG || s.rows_pass) {
                 get_pipeline().add_custom_lowering_pass(new TransposedRows);

@@ -38,19 +38,19 @@ namespace {
 void stage_x_blocks(BwdWeightsStages &s, int vec, bool transpose) {
     const std::vector<Var> a = s.x_blocks.args();
     Var xo("xo"), xi("xi");
-    // Channels first with blocks of 8 or 16 (AVX-512 and ARM64 f32; s.x_blocks_swept): each block's
+    // Channels first with blocks of 8 or 16 (AVX-512 and ARM64 f32; s.x_blocks_swept()): each block's
     // planes swept along x plainly, a loop the TransposedRows pass rewrites into in-lane
     // transposes where whole blocks read plain rows (x_blocks' definition marks the last
     // block's clamp `likely` unneeded, so the loop over blocks is partitioned). Kernel alone,
     // bit-identical, NCHW rx_g32_28 1.08-1.10x, rn50_3x3s2_28 1.04x, the stem 1.02x. With
     // AVX2's blocks of 4, rx_g32_28 ran 0.93x: there the unrolled gathers below stay.
-    const bool sweep = transpose && s.x_blocks_swept;
+    const bool sweep = s.x_blocks_swept();  // (channels first: rows_pass is ncx's)
     Func f = s.x_blocks;
     f.compute_root().reorder_storage(a[0], a[2], a[3], a[4], a[6], a[1], a[5]);
     // (A specialisation copies the schedule as it stands: each sets its own loops.)
     // (Whole blocks in the first; the guard is for layers with fewer channels than a block.)
     for (Stage st : {f.specialize(s.ci_extent >= s.x_block), Stage(f)}) {
-        if (transpose && sweep) {
+        if (sweep) {
             st.reorder(a[0], a[2], a[1], a[5], a[4], a[3], a[6])
                 .vectorize(a[0], s.x_block, TailStrategy::GuardWithIf);
         } else if (transpose) {
