@@ -138,9 +138,9 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
 // adding its blocks' products into its own partial sums (36 x C_in x C_out), and, nested,
 // the products' 6 rows of nu; then per dy channel the chunks' sums are added and transformed
 // to the taps. Per block, x's and dy's transformed tiles first (in cache), then the
-// products: register tiles of `vectors` vectors of x channels by `cols` dy channels over the
-// block's tiles (per tile `vectors` loads of x's and `cols` broadcasts of dy's for
-// vectors x cols FMAs). Layers with many channels (256 x 256: 9.4 MB of sums) take one
+// products: register tiles of `vectors` vectors of one side's channels (the filter's
+// contiguous ones: x's in NCX, dy's in NXC) by `cols` of the other's over the block's tiles
+// (per tile `vectors` loads and `cols` broadcasts for vectors x cols FMAs). Layers with many channels (256 x 256: 9.4 MB of sums) take one
 // chunk, and the rows of nu, the blocks' tiles and the sums' zeros their threads.
 // rn50_3x3_14 (NHWC, kernel alone): 8.4 ms with the chunks' sums added at root (a copy of
 // 9.4 MB, 2 ms), 6.9 ms per dy channel, 5.0 ms with the one chunk's transforms and zeros
@@ -150,30 +150,45 @@ void schedule_bwd_weights_cpu_winograd(WinogradFilterStages &s, const Target &ta
     const Type at = s.block.output_types()[0];
     const int vec = target.natural_vector_size(at);
     const int vectors = s.tuned.get("wg_vectors", 2);
-    // (cols divides kChannelSlab: part's split of co must be exact to unroll the tiles.)
+    // (cols divides kChannelSlab: part's split of bd must be exact to unroll the tiles.)
     const int cols = s.tuned.get("wg_tile_count", vector_registers(target) == 32 ? 8 : 4);
     if (kChannelSlab % (vec * vectors) != 0 || kChannelSlab % cols != 0) {
         throw std::invalid_argument("convgrad: the Winograd filter gradient's register tile must divide the registry's slab of " +
                                     std::to_string(kChannelSlab) + " channels");
     }
-    Var ci_o("ci_o"), ci_i("ci_i"), co_o("co_o"), co_i("co_i");
+    // The vector dim `vd` (the register tiles' vectors, the sums' and dw's innermost) is the
+    // filter's contiguous channel dim: ci in NCX (OIHW: taps, then ci), co in NXC (HWIO: co
+    // innermost), so the final transform stores dw in vectors; `bd`, the other, is broadcast
+    // (vx and wy both hold channels innermost). With ci vectors in HWIO, each of dw's vector
+    // stores was a scatter, lanes 1 KB apart: rn50_3x3_14 NHWC (kernel alone, profiled) 0.7-0.9
+    // ms of ~5 in that store, 0.27 after. Kernel alone, bit-identical: 1.04-1.19x.
+    const bool co_vectors = !s.channels_first;
+    const Var &vd = co_vectors ? s.co : s.ci, &bd = co_vectors ? s.ci : s.co;
+    Var vd_o("vd_o"), vd_i("vd_i"), bd_o("bd_o"), bd_i("bd_i");
 
-    s.dw.reorder(s.ci, s.kx, s.ky, s.kz, s.co, s.g).vectorize(s.ci, vec).unroll(s.kx).unroll(s.ky).parallel(s.co);
-    s.dw_rows.compute_at(s.dw, s.co).reorder(s.ci, s.kx, s.xi).vectorize(s.ci, vec).unroll(s.kx).unroll(s.xi);
-    s.sums.compute_at(s.dw, s.co).vectorize(s.ci, vec);
-    s.sums.update().reorder(s.ci, s.r_chunk, s.nu, s.xi, s.co, s.g).vectorize(s.ci, vec);
-    s.part.compute_root().vectorize(s.ci, vec).parallel(s.k).parallel(s.xi);
+    s.dw.reorder(vd, s.kx, s.ky, s.kz, bd, s.g).vectorize(vd, vec).unroll(s.kx).unroll(s.ky).parallel(bd);
+    s.dw_rows.compute_at(s.dw, bd).reorder(vd, s.kx, s.xi).vectorize(vd, vec).unroll(s.kx).unroll(s.xi);
+    s.sums.compute_at(s.dw, bd).vectorize(vd, vec);
+    s.sums.update().reorder(vd, s.r_chunk, s.nu, s.xi, bd, s.g).vectorize(vd, vec);
+    s.part.compute_root().vectorize(vd, vec).parallel(s.k).parallel(s.xi);
+    // The partial sums stored with each `bd` channel's 36 products together: the final
+    // transform, per bd channel, then reads one run of 36 x vd values. Stored (ci, co, nu,
+    // xi), it read 36 runs 256 KB apart on rn50_3x3_14 (256 x 256 channels), the same L2
+    // sets: NCHW kernel alone 1.09-1.14x (1.03x in a later pair); rn50_3x3_56 (64 x 64, sums
+    // in L2) and u3d_3x3x3_32 unchanged (0.96-1.02x).
+    s.part.reorder_storage(vd, s.nu, s.xi, bd, s.kz, s.g, s.k);
     s.part.update()
-        .split(s.ci, ci_o, ci_i, vec * vectors, TailStrategy::RoundUp)
-        .split(s.co, co_o, co_i, cols, TailStrategy::RoundUp)
-        .reorder(ci_i, co_i, ci_o, co_o, s.nu, s.kz, s.xi, s.r_block, s.g, s.k)
-        .vectorize(ci_i, vec)
+        .split(vd, vd_o, vd_i, vec * vectors, TailStrategy::RoundUp)
+        .split(bd, bd_o, bd_i, cols, TailStrategy::RoundUp)
+        .reorder(vd_i, bd_i, vd_o, bd_o, s.nu, s.kz, s.xi, s.r_block, s.g, s.k)
+        .vectorize(vd_i, vec)
         .parallel(s.k)
         .parallel(s.xi);
     // (One block at a time, which Halide's bounds of k * blocks + r_block did not show: the
     // register tile was a heap allocation per tile.)
-    s.block.compute_at(s.part, ci_o).bound_storage(s.b, 1).vectorize(s.ci, vec).unroll(s.ci).unroll(s.co);
-    s.block.update().reorder(s.ci, s.co, s.r_tile, s.nu, s.xi).vectorize(s.ci, vec).unroll(s.ci).unroll(s.co);
+    s.block.compute_at(s.part, vd_o).bound_storage(s.b, 1).reorder_storage(vd, bd, s.nu, s.xi, s.kz, s.g, s.b)
+        .vectorize(vd, vec).unroll(vd).unroll(bd);
+    s.block.update().reorder(vd, bd, s.r_tile, s.nu, s.xi).vectorize(vd, vec).unroll(vd).unroll(bd);
 
     transform_per_vector(s.vx, s.vx_rows, s.ci, s.nu, s.xi, s.a, s.t, vec);
     transform_per_vector(s.wy, s.wy_rows, s.co, s.nu, s.xi, s.a, s.t, vec);
