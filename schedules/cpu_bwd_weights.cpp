@@ -135,11 +135,21 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                 st.reorder(g_i, s.ci, s.co, s.kx, s.ky, s.kz, g_o, u, v).parallel(v).parallel(u);
             }
         };
-        Stage sv = sums.specialize(s.g_extent >= vec);
-        sv.split(s.g, g_o, g_i, vec).vectorize(g_i);
-        loops(sv);
-        // The same loops, specialised on the filter size so the tile's size is a constant.
-        for (int taps : {3, 5}) sv.specialize(s.square_2d(taps));
+        // Channels last (nxg), exactly two vectors of groups (32 f32 groups on AVX-512: MobileNet's
+        // first depthwise layer): one tile takes both, so a chunk's pass reads each pixel's
+        // lines of dy (and its staged x) once, where a tile per vector read every other line,
+        // twice over. Kernel alone, mb_dw32_112 NHWC 1.10-1.15x. (Two-vector tiles over more
+        // groups, the pixel then wider than the tile, lost: 144 and 192 groups 0.91-0.95x.)
+        const Expr pixel_tile = s.g_extent == 2 * vec;
+        // (Each tile's specialisations: the filter size, so the tile's size is a constant.)
+        const auto vector_tiles = [&](const Expr &condition, int lanes) {
+            Stage st = sums.specialize(condition);
+            st.split(s.g, g_o, g_i, lanes).vectorize(g_i);
+            loops(st);
+            for (int taps : {3, 5}) st.specialize(s.square_2d(taps));
+        };
+        if (!group_blocks) vector_tiles(pixel_tile, 2 * vec);
+        vector_tiles(s.g_extent >= vec, vec);
         sums.split(s.g, g_o, g_i, 1);
         loops(sums);
         const Var &tile_at = group_blocks ? u : g_o;
@@ -163,10 +173,8 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                 f.store_at(LoopLevel(sums, g_o));
             }
         }
-        // The tile: one vector of groups, every tap, over the chunk's positions.
+        // The tile: one vector of groups (two: pixel_tile), every tap, over the chunk's positions.
         part.compute_at(sums, tile_at).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz, u, v);
-        part.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
-        Stage pv = part.update().specialize(s.g_extent >= vec);
         // Square 3x3 and 5x5 filters: every tap in its own register (cpu_taps.h), over
         // `dw_positions` positions along x unrolled: with stride 1 (or 2) and no dilation
         // along x, their taps read x at constant offsets that overlap, and LLVM loads each x
@@ -175,14 +183,21 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // and one dy load per FMA: the loads were not what bounds these tiles.
         // Other shapes: taps outside the positions, one chain per tap, re-reading the chunk
         // (its rows of x and dy) from cache once per tap.
+        // (The two-vector tile takes one position a step: 18 accumulators of 3x3 taps, and
+        // with 2 positions it ran mb_dw32_112 4-8 % slower.)
         RVar oxo("oxo"), oxi("oxi");
-        const int positions = s.tuned.get("dw_positions", 2);
-        pv.split(ox, oxo, oxi, positions, TailStrategy::GuardWithIf);
-        for (Stage st : taps_in_registers(s, pv, s.g, {oxi, oxo, oyi, oz}, {})) {
-            st.vectorize(s.g, vec, TailStrategy::GuardWithIf).unroll(oxi);
-            for (int stride : {1, 2}) st.specialize(s.stride_x == stride && s.dilation_x == 1);
-        }
-        pv.reorder(s.g, oxi, oxo, oyi, oz, s.kx, s.ky, s.kz).vectorize(s.g, vec, TailStrategy::GuardWithIf);
+        const auto tile = [&](const Expr &condition, int lanes, int positions) {
+            part.specialize(condition).vectorize(s.g, lanes, TailStrategy::GuardWithIf);
+            Stage pv = part.update().specialize(condition);
+            pv.split(ox, oxo, oxi, positions, TailStrategy::GuardWithIf);
+            for (Stage st : taps_in_registers(s, pv, s.g, {oxi, oxo, oyi, oz}, {})) {
+                st.vectorize(s.g, lanes, TailStrategy::GuardWithIf).unroll(oxi);
+                for (int stride : {1, 2}) st.specialize(s.stride_x == stride && s.dilation_x == 1);
+            }
+            pv.reorder(s.g, oxi, oxo, oyi, oz, s.kx, s.ky, s.kz).vectorize(s.g, lanes, TailStrategy::GuardWithIf);
+        };
+        if (!group_blocks) tile(pixel_tile, 2 * vec, 1);
+        tile(s.g_extent >= vec, vec, s.tuned.get("dw_positions", 2));
         part.update().reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz);
         return;
     }

@@ -480,6 +480,21 @@ TEST(TfEdge, DepthwiseManyGroupsFilter) {
     expect_kernel(as_nchw(conv({2, 7, 6, 520}, {3, 3, 1, 520}, "SAME", 1, 1)), "bwd_weights_f32_ncg");
 }
 
+// NHWC depthwise filter gradients with exactly two vectors of groups take a tile of both
+// (cpu_bwd_weights.cpp: pixel_tile): 32 groups (AVX-512 f32) and 16 (AVX2 f32), 3x3 with
+// stride 1 and 2, 5x5, a 3x5 filter (no tap specialisation), odd widths; 48 groups keep
+// the one-vector tiles.
+TEST(TfEdge, DepthwisePixelTileFilter) {
+    for (int64_t groups : {32, 16}) {
+        for (int64_t stride : {1, 2}) {
+            expect_matches_reference(conv({2, 9, 13, groups}, {3, 3, 1, groups}, "SAME", stride, stride));
+        }
+        expect_matches_reference(conv({2, 11, 9, groups}, {5, 5, 1, groups}, "SAME", 1, 1));
+        expect_matches_reference(conv({1, 7, 10, groups}, {3, 5, 1, groups}, "VALID", 1, 1));
+        expect_kernel(conv({2, 9, 13, groups}, {3, 3, 1, groups}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+    }
+}
+
 // NCHW data gradients with more than 4 channels per group and rows that whole vectors cover
 // well take the row tiles too (ncx_px, ncx_s2_px): every (channels, vectors) tile branch
 // (6/4/3/2/1 channels x 4 vectors, 8 x 2, 8 x 1; with stride 2 both phases, so fewer
