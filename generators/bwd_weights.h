@@ -17,6 +17,7 @@ struct BwdWeightsStages {
     // nxc_sg: x_in reads x_pairs (gpar, c, x, y, z, gp, n), x staged with the channels of
     // groups 2*gp and 2*gp + 1 interleaved.
     bool small_groups = false;
+    bool staged_dy = false;  // nxg_sd: each chunk's rows of dy staged in cache, as x's are
     Func x_pairs, dy_pairs;
     Expr x_g_stride, dy_g_stride;  // the activations' group strides (nxc_sg: a pair's line)
     // nxc and ncx (not ncx_db) on CPUs, native float types: x_in reads x_blocks (ci_i, ci_o,

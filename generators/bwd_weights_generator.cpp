@@ -28,6 +28,11 @@ public:
     // true: the Winograd variant (nxc_wg: 2-D 3x3 filters, unit strides and dilations, x and
     // dy channels per group multiples of kChannelSlab; generators/winograd.h).
     GeneratorParam<bool> winograd{"winograd", false};
+    // true: the staged-dy variant (nxg_sd: NHWC depthwise layers whose dy streams from
+    // memory, pixels wider than two cache lines): each chunk's rows of dy are staged in cache
+    // with x's, so the tiles, a vector of groups each, read them densely
+    // (schedules/cpu_bwd_weights.cpp, runtime/src/kernel_registry.h: kStagedDyMinBytes).
+    GeneratorParam<bool> staged_dy{"staged_dy", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -53,6 +58,9 @@ public:
         }
         if (small_groups && (variant_layout() != Layout::NXC || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: small_groups is a CPU variant of layout=nxc alone");
+        }
+        if (staged_dy && (variant_layout() != Layout::NXG || get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: staged_dy is a CPU variant of layout=nxg alone");
         }
         if (small_groups && bt.bits() == 16) {
             throw std::invalid_argument("convgrad: small_groups is a variant for native float types");
@@ -114,6 +122,7 @@ public:
         s.staged_inputs = bt.bits() == 16;
         s.dy_broadcasts = dy_broadcasts;
         s.small_groups = pairs;
+        s.staged_dy = staged_dy;
 
         s.r = RDom({{0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
                     {0, dy.dim(kZ).extent()}, {0, dy.dim(kN).extent()}}, "r");
@@ -188,7 +197,7 @@ private:
         auto &dy = *dy_;
         auto &dw = *dw_;
         const Layout lay = variant_layout();
-        if ((lay != Layout::NXC && lay != Layout::NCX) || dy_broadcasts || small_groups ||
+        if ((lay != Layout::NXC && lay != Layout::NCX) || dy_broadcasts || small_groups || staged_dy ||
             get_target().has_gpu_feature()) {
             throw std::invalid_argument("convgrad: winograd is a CPU variant of layout=nxc or ncx alone");
         }

@@ -96,8 +96,10 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         Var u("u"), v("v"), g_o("g_o"), g_i("g_i");
         // ncg (rows narrower than a vector) defaults to 8 rows: a 7x7 plane is then one
         // chunk, not two, with half the partial sums to store and add (kernel alone,
-        // mb_dw960_7 1.05-1.08x).
-        const int rows = s.tuned.get("dw_rows", group_blocks ? 8 : 4);
+        // mb_dw960_7 1.05-1.08x). nxg_sd (dy staged per chunk too) defaults to 16, as the
+        // tuner set nxg on both x86 paths: kernel alone on the Zen 4, 4 rows ran mb_dw144_56
+        // and mb_dw96s2_112 0.86-0.88x, 8 0.93-1.07x, 32 0.96-1.01x.
+        const int rows = s.tuned.get("dw_rows", group_blocks ? 8 : s.staged_dy ? 16 : 4);
         Func part = s.acc.update().split(oy, oyo, oyi, rows, TailStrategy::GuardWithIf).rfactor({{oyo, u}, {n, v}});
         // The chunks' sums are stored by a pure copy of `part` whose loops hold the tiles, so
         // its split of the groups shifts inwards at the edge and each tile (part, computed
@@ -156,14 +158,19 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // Each chunk's rows of x, zero border included, staged in cache (groups innermost,
         // the vector dim): the taps then load without the boundary test (6 compares and
         // 2 clamps per vector load) that the border of the padding would need.
-        // (Staging dy's rows as well helped G=144, 2.5 -> 1.9 ms, but cost G=32 as much,
-        // 1.5 -> 2.2 ms: an extra pass that does not overlap the FMAs.)
+        // nxg_sd (staged_dy; the registry's choice for dy of at least kStagedDyMinBytes, its
+        // pixels wider than two lines) stages the chunk's rows of dy too: read in place, each
+        // vector of groups' tile took one line of every pixel, a strided stream from memory
+        // per tile. Kernel alone (Zen 4), mb_dw144_56 1.24-1.33x, mb_dw96s2_112 1.16x; where
+        // dy is in cache an extra pass: mb_dw192_28 0.75x, 7x7 planes 0.75-0.81x, and
+        // mb_dw32_112 (one two-vector tile per pixel, below) 0.83-0.87x.
         // Channels first (ncg: rows narrower than the pixel-vector kernels take): the block's
         // planes of x and dy, its groups only, transposed in cache (groups innermost).
         // Transposed whole before the tiles, they made two passes over memory more (NCHW
         // mb_dw960_7: 0.26 ms against 0.11 in NHWC).
         if (!channels_first) {
             stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(sums, u));
+            if (s.staged_dy) stage_in_cache(s.dy_in, s.dy_in.args()[4], vec, LoopLevel(sums, u));
         } else {
             // An image's planes of the block, every chunk of them; one allocation a task.
             const LoopLevel image(sums, v_i);

@@ -37,6 +37,8 @@ struct LayoutRequirement {
                                  // channels per group a multiple of kPointwiseSlab
     bool winograd = false;       // nxc_wg, ncx_wg: 3x3 (2-D, or in each depth slice), unit strides and dilations, both
                                  // activations' channels per group multiples of kChannelSlab
+    bool staged_dy = false;      // nxg_sd: dy of at least kStagedDyMinBytes, pixels wider than
+                                 // kStagedDyMinPixelBytes
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -90,6 +92,17 @@ constexpr int kPointwiseSlab = 64;
 // filters (14-pixel rows: 8 row pointers set up per row and tap) its tiles ran 1.25x slower
 // than ncx's, and rn50_1x1_7 (dy a quarter of x, 49-pixel rows) 0.65x.
 constexpr int kDyBroadcastMinChannels = 32;
+// The staged-dy variant (nxg_sd: NHWC depthwise filter gradients with each chunk's rows of
+// dy staged in cache, as x's are) takes dy of at least kStagedDyMinBytes (that streams from
+// memory: larger than a core's L2 share of the L3 lets it stay) whose pixels (all groups)
+// span more than kStagedDyMinPixelBytes, two cache lines: the plain nxg's tiles, a vector of
+// groups each, then read dy in place a line per pixel, one strided stream per tile. Kernel
+// alone on the Zen 4 (AVX-512 f32, batch 8, ms ratio nxg / nxg_sd): mb_dw144_56 (14.5 MB,
+// 576-byte pixels) 1.24-1.33x, mb_dw96s2_112 (9.6 MB of dy, 384) 1.16x; dy in cache,
+// staging is one pass more: mb_dw192_28 (4.8 MB) 0.75x, 7x7 planes 0.75-0.81x; and
+// mb_dw32_112 (12.8 MB, 128-byte pixels: one two-vector tile reads each pixel whole) 0.83-0.87x.
+constexpr int64_t kStagedDyMinBytes = 8 << 20;
+constexpr int64_t kStagedDyMinPixelBytes = 128;
 
 // The Winograd kernels (nxc_wg, ncx_wg, generators/winograd.h) hold 36 x C_in x C_out values per
 // group (the data gradient's transformed filter, which every block of tiles reads; the filter

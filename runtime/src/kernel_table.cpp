@@ -1,6 +1,7 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt): per
 // (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
-// ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: nxg with groups
+// ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: the filter gradient's
+// nxg_sd for large dy, nxg with groups
 // contiguous, the data gradient's ncg_fp, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
 // small groups, nxc_cs for whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw
@@ -51,6 +52,7 @@ constexpr LayoutRequirement layout_ncx_px_pw = {kX, false, false, true, false, f
 constexpr LayoutRequirement layout_ncx_wg = {kNone, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_nxg_sd = {kG, true, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
@@ -207,6 +209,12 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (needs.unit_stride_dim == kC && act1.extent[kC] % kPointwiseSlab != 0) return false;
     }
     if (needs.winograd && !winograd_fits(d, p, act0, act1)) return false;
+    // Staged-dy kernels: dy (act1) that streams from memory, pixels wider than two lines.
+    if (needs.staged_dy) {
+        const int64_t bytes = dtype_size(p.dtype);
+        const int64_t pixel = act1.extent[kC] * act1.extent[kG] * bytes;
+        if (act1.num_elements() * bytes < kStagedDyMinBytes || pixel <= kStagedDyMinPixelBytes) return false;
+    }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
 }

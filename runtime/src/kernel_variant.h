@@ -6,7 +6,7 @@
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
 // the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
 // `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg` is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
-// in place), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
+// in place), or `_sd` (the filter gradient's NHWC depthwise tiles over dy staged per chunk), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
 // (Winograd F(4x4, 3x3) tiles, both directions, generators/winograd.h):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
 // small_groups=true, "ncx_cs" is layout=ncx channel_slabs=true, "nxc_pw" is layout=nxc
@@ -26,6 +26,7 @@ struct KernelVariant {
     bool channel_slabs = false;
     bool pointwise = false;
     bool dy_broadcasts = false;
+    bool staged_dy = false;
     bool flat_planes = false;
     bool winograd = false;
 
@@ -44,6 +45,7 @@ struct KernelVariant {
         v.channel_slabs = strip("_cs");
         v.pointwise = strip("_pw");
         v.dy_broadcasts = strip("_db");
+        v.staged_dy = strip("_sd");
         v.flat_planes = strip("_fp");
         v.pixel_vectors = strip("_px");
         v.x_phases = strip("_s2");
@@ -53,7 +55,7 @@ struct KernelVariant {
 
     // The generator params (`key=value`) after dtype; both generators take small_groups and
     // winograd, only the data gradient's takes x_phases, channel_slabs, pointwise,
-    // pixel_vectors and flat_planes, only the filter gradient's dy_broadcasts.
+    // pixel_vectors and flat_planes, only the filter gradient's dy_broadcasts and staged_dy.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
@@ -62,6 +64,7 @@ struct KernelVariant {
         if (data) out.push_back(std::string("pointwise=") + (pointwise ? "true" : "false"));
         out.push_back(std::string("winograd=") + (winograd ? "true" : "false"));
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
+        if (!data) out.push_back(std::string("staged_dy=") + (staged_dy ? "true" : "false"));
         if (data) out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         if (data) out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
         return out;
@@ -82,11 +85,11 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg", "ncg", "nxc_wg", "nxc_sg", "nxc", "ncx_wg", "ncx_db", "ncx", "any"};
+    else order = {"nxg_sd", "nxg", "ncg", "nxc_wg", "nxc_sg", "nxc", "ncx_wg", "ncx_db", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
-        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.flat_planes ||
+        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.staged_dy || k.flat_planes ||
                                                        k.winograd))) out.push_back(v);
     }
     return out;
