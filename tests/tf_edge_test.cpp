@@ -496,15 +496,18 @@ TEST(TfEdge, DepthwisePixelTileFilter) {
 }
 
 // NHWC depthwise filter gradients whose dy streams from memory (at least 8 MB) with pixels
-// wider than two cache lines take nxg_sd, dy staged per chunk (kernel_registry.h:
-// kStagedDyMinBytes): 3x3 stride 1 and 2, 5x5; smaller dy, and 32 groups (128-byte pixels),
-// stay on nxg.
+// wider than two cache lines and at most 3x3 taps take nxg_sd, dy staged per chunk
+// (kernel_registry.h: kStagedDyMinBytes): 3x3 stride 1 and 2; smaller dy, 32 groups
+// (128-byte pixels) and 5x5 filters stay on nxg.
 TEST(TfEdge, StagedDyDepthwiseFilter) {
     const TfConv2D large = conv({2, 112, 112, 96}, {3, 3, 1, 96}, "SAME", 1, 1);  // dy 9.6 MB
     expect_matches_reference(large);
     expect_kernel(large, "bwd_weights_f32_nxg_sd");
     expect_matches_reference(conv({2, 330, 330, 48}, {3, 3, 1, 48}, "SAME", 2, 2));  // dy 10.5 MB
-    expect_matches_reference(conv({1, 150, 150, 144}, {5, 5, 1, 144}, "SAME", 1, 1));  // dy 13 MB
+    const TfConv2D five = conv({1, 150, 150, 144}, {5, 5, 1, 144}, "SAME", 1, 1);  // dy 13 MB
+    expect_matches_reference(five);
+    expect_kernel(five, "bwd_weights_f32_nxg");
+    expect_kernel(conv({2, 330, 330, 48}, {3, 3, 1, 48}, "SAME", 2, 2), "bwd_weights_f32_nxg_sd");
     expect_kernel(conv({2, 56, 56, 144}, {3, 3, 1, 144}, "SAME", 1, 1), "bwd_weights_f32_nxg");  // dy 3.6 MB
     expect_kernel(conv({2, 182, 182, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "bwd_weights_f32_nxg");  // 8.5 MB, 128-byte pixels
 }

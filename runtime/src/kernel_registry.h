@@ -38,7 +38,7 @@ struct LayoutRequirement {
     bool winograd = false;       // nxc_wg, ncx_wg: 3x3 (2-D, or in each depth slice), unit strides and dilations, both
                                  // activations' channels per group multiples of kChannelSlab
     bool staged_dy = false;      // nxg_sd: dy of at least kStagedDyMinBytes, pixels wider than
-                                 // kStagedDyMinPixelBytes
+                                 // kStagedDyMinPixelBytes, at most kStagedDyMaxTaps taps
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -101,8 +101,13 @@ constexpr int kDyBroadcastMinChannels = 32;
 // 576-byte pixels) 1.24-1.33x, mb_dw96s2_112 (9.6 MB of dy, 384) 1.16x; dy in cache,
 // staging is one pass more: mb_dw192_28 (4.8 MB) 0.75x, 7x7 planes 0.75-0.81x; and
 // mb_dw32_112 (12.8 MB, 128-byte pixels: one two-vector tile reads each pixel whole) 0.83-0.87x.
+// Off the suite, batch 16 of mb_dw192_28 1.12x, 64 groups on 112x112 (batch 4) 1.39x, 48
+// groups 1.18x; with 5x5 filters the tiles do 25 FMAs per dy vector and the staging pass
+// was not paid back (mb_dw144_56's shape 0.88-0.95x, stride 2 on 96 groups 1.01x): at most
+// kStagedDyMaxTaps taps.
 constexpr int64_t kStagedDyMinBytes = 8 << 20;
 constexpr int64_t kStagedDyMinPixelBytes = 128;
+constexpr int64_t kStagedDyMaxTaps = 9;
 
 // The Winograd kernels (nxc_wg, ncx_wg, generators/winograd.h) hold 36 x C_in x C_out values per
 // group (the data gradient's transformed filter, which every block of tiles reads; the filter

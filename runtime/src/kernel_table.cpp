@@ -209,11 +209,15 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (needs.unit_stride_dim == kC && act1.extent[kC] % kPointwiseSlab != 0) return false;
     }
     if (needs.winograd && !winograd_fits(d, p, act0, act1)) return false;
-    // Staged-dy kernels: dy (act1) that streams from memory, pixels wider than two lines.
+    // Staged-dy kernels: dy (act1) that streams from memory, pixels wider than two lines,
+    // filters of at most 3x3 taps.
     if (needs.staged_dy) {
         const int64_t bytes = dtype_size(p.dtype);
         const int64_t pixel = act1.extent[kC] * act1.extent[kG] * bytes;
-        if (act1.num_elements() * bytes < kStagedDyMinBytes || pixel <= kStagedDyMinPixelBytes) return false;
+        if (act1.num_elements() * bytes < kStagedDyMinBytes || pixel <= kStagedDyMinPixelBytes ||
+            taps_along(p, p.spatial_rank) > kStagedDyMaxTaps) {
+            return false;
+        }
     }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
