@@ -111,6 +111,22 @@ void expect_small_group_filters(DType t, const std::string &kernel, double toler
 TEST(DtypeContract, SmallGroupFiltersFloat32) { expect_small_group_filters(DType::kFloat32, "f32_nxc_sg", 1e-5); }
 TEST(DtypeContract, SmallGroupFiltersFloat64) { expect_small_group_filters(DType::kFloat64, "f64_nxc_sg", 1e-12); }
 
+// The staged-dy depthwise filter gradient (nxg_sd: NHWC dy of at least 8 MB, pixels wider
+// than two lines, 3x3; kernel_registry.h) in float64: 96 groups on 80x80, dy 9.8 MB.
+TEST(DtypeContract, StagedDyFiltersFloat64) {
+    NdConv c;
+    c.rank = 2, c.batch = 2, c.groups = 96, c.cin = 96, c.cout = 96;
+    c.in = {80, 80}, c.out = {80, 80}, c.kernel = {3, 3}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {1, 1};
+    const ConvProblem p = to_problem(c, DType::kFloat64, true, true);
+    Rng rng(37);
+    const auto x = random_values(num_elements(c.x_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
+    const RunResult r = run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(2)),
+                                    permute(dy, c.dy_shape(), ncx_to_nxc(2)), false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    EXPECT_EQ(r.kernel, "bwd_weights_f64_nxg_sd");
+    EXPECT_LE(relative_error(r.result, permute(nd_backprop_filter(c, x, dy), c.w_shape(), oix_to_xio(2))), 1e-12);
+}
+
 // int32 wraps on overflow exactly like TF: large products summed past 2^31.
 TEST(DtypeContract, Int32WrapsOnOverflow) {
     NdConv c;
