@@ -29,7 +29,7 @@ public:
     // dy channels per group multiples of kChannelSlab; generators/winograd.h).
     GeneratorParam<bool> winograd{"winograd", false};
     // true: the staged-dy variant (nxg_sd: NHWC depthwise layers whose dy streams from
-    // memory, pixels wider than two cache lines): each chunk's rows of dy are staged in cache
+    // memory, pixels wider than two cache lines, at most 3x3 taps): each chunk's rows of dy are staged in cache
     // with x's, so the tiles, a vector of groups each, read them densely
     // (schedules/cpu_bwd_weights.cpp, runtime/src/kernel_registry.h: kStagedDyMinBytes).
     GeneratorParam<bool> staged_dy{"staged_dy", false};

@@ -140,7 +140,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // Channels last (nxg), exactly two vectors of groups (32 f32 groups on AVX-512: MobileNet's
         // first depthwise layer): one tile takes both, so a chunk's pass reads each pixel's
         // lines of dy (and its staged x) once, where a tile per vector read every other line,
-        // twice over. Kernel alone, mb_dw32_112 NHWC 1.10-1.15x. (Two-vector tiles over more
+        // twice over. Kernel alone, mb_dw32_112 NHWC 1.19x. (Two-vector tiles over more
         // groups, the pixel then wider than the tile, lost: 144 and 192 groups 0.91-0.95x.)
         const Expr pixel_tile = s.g_extent == 2 * vec;
         // (Each tile's specialisations: the filter size, so the tile's size is a constant.)
@@ -159,7 +159,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // the vector dim): the taps then load without the boundary test (6 compares and
         // 2 clamps per vector load) that the border of the padding would need.
         // nxg_sd (staged_dy; the registry's choice for dy of at least kStagedDyMinBytes, its
-        // pixels wider than two lines) stages the chunk's rows of dy too: read in place, each
+        // pixels wider than two lines, filters of at most 3x3) stages the chunk's rows of dy too: read in place, each
         // vector of groups' tile took one line of every pixel, a strided stream from memory
         // per tile. Kernel alone (Zen 4), mb_dw144_56 1.24-1.33x, mb_dw96s2_112 1.16x; where
         // dy is in cache an extra pass: mb_dw192_28 0.75x, 7x7 planes 0.75-0.81x, and
