@@ -20,7 +20,7 @@ public:
     // its own rows and take vectors of x's channels, so only x is transposed
     // (schedules/cpu_bwd_weights.cpp).
     GeneratorParam<bool> dy_broadcasts{"dy_broadcasts", false};
-    // true: the small-group variant (nxc_sg: ResNeXt-like groups of half a vector of
+    // true: the small-group variant (nxc_sg, ncx_sg: ResNeXt-like groups of half a vector of
     // channels, in pairs): x staged with each pair of groups' channels interleaved, so one
     // 64-bit broadcast gives both groups' x and a tile spans the two groups that share dy's
     // cache lines (schedules/cpu_bwd_weights.cpp).
@@ -56,8 +56,9 @@ public:
         if (dy_broadcasts && (variant_layout() != Layout::NCX || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: dy_broadcasts is a CPU variant of layout=ncx alone");
         }
-        if (small_groups && (variant_layout() != Layout::NXC || get_target().has_gpu_feature())) {
-            throw std::invalid_argument("convgrad: small_groups is a CPU variant of layout=nxc alone");
+        if (small_groups && ((variant_layout() != Layout::NXC && variant_layout() != Layout::NCX) ||
+                             get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: small_groups is a CPU variant of layout=nxc or ncx alone");
         }
         if (staged_dy && (variant_layout() != Layout::NXG || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: staged_dy is a CPU variant of layout=nxg alone");
@@ -95,6 +96,7 @@ public:
         // block's unused slots: the tiles never read them).
         const bool cpu_schedule = !get_target().has_gpu_feature() && !autoscheduled();
         // NCX's whole transposing copies (32-bit: the pass's loads) sweep x for the pass.
+        // (ncx_sg: its pairs' copies, per chunk, cpu_bwd_weights.cpp.)
         s.rows_pass = cpu_schedule && variant_layout() == Layout::NCX && bt.bits() == 32;
         const bool dense = variant_layout() == Layout::NXC || (variant_layout() == Layout::NCX && !dy_broadcasts);
         if (dense && !pairs && bt.bits() != 16 && cpu_schedule) {

@@ -4,6 +4,8 @@
 //
 //   for p: out[ramp(Bs(p), 1, L)] = in[ramp(Bl(p), S, L)]      (Bl(p + 1) = Bl(p) + 1)
 //
+// (or lane j from plane order[j]: a concatenation of loads of two vectorised dims, the
+// filter gradient's pairs of small groups; planes_in_order below.)
 // Halide 14 builds each strided load from L scalar loads and L inserts; on 7x7 planes those
 // were the top of the profile. The pass rewrites the loop over chunks of 8 positions:
 // per chunk, contiguous loads along each plane and 8 stores of shuffles of them, instead of
@@ -40,8 +42,8 @@ class TransposedRows : public Halide::Internal::IRMutator {
     // stores its positions from 4 on).
     static Halide::Internal::Stmt transposed_in_lanes(const std::string &loop, const Halide::Internal::Store &st,
                                                       const Halide::Internal::Load &ld, const Halide::Expr &row0,
-                                                      const Halide::Expr &plane_stride, const Halide::Expr &p0,
-                                                      int n) {
+                                                      const std::vector<Halide::Expr> &planes, const Halide::Expr &p0,
+                                                      int n, const std::vector<int> &order) {
         using namespace Halide;
         using namespace Halide::Internal;
         const int lanes = ld.type.lanes(), blocks = lanes / 4;
@@ -68,7 +70,7 @@ class TransposedRows : public Halide::Internal::IRMutator {
             for (int j = 0; j < 4; j++) {
                 std::vector<Expr> pieces;
                 for (int blk = 0; blk < blocks; blk++) {
-                    const Expr base = row0 + (j + 4 * blk) * plane_stride + start;
+                    const Expr base = row0 + planes[j + 4 * blk] + start;
                     pieces.push_back(Load::make(piece_type, ld.name, Ramp::make(base, 1, 4), ld.image, ld.param,
                                                 const_true(4), ModulusRemainder()));
                 }
@@ -84,12 +86,80 @@ class TransposedRows : public Halide::Internal::IRMutator {
                 const int k = start + i;
                 if (start > 0 && k < 4) continue;  // (the first run's)
                 const Expr index = Ramp::make(substitute(loop, p0 + k, st.index.as<Ramp>()->base), 1, lanes);
-                stores.push_back(Store::make(st.name, position[i], index, st.param, const_true(lanes), ModulusRemainder()));
+                stores.push_back(Store::make(st.name, in_order(position[i], order), index, st.param, const_true(lanes),
+                                             ModulusRemainder()));
             }
         }
         Stmt body = Block::make(stores);
         for (auto l = lets.rbegin(); l != lets.rend(); ++l) body = LetStmt::make(l->first, l->second, body);
         return body;
+    }
+
+    // A concatenation of k loads of m lanes each, ramp(b + o*S, G, m) for o < k (two
+    // vectorised dims, as Halide 14 lowers them: the filter gradient's pairs of small groups,
+    // ncx_sg, k channels of a pair of groups G apart, lane (o, i) from channel o of group i)
+    // reads the k*m planes q = o + i*k at b + o*S + i*G, in another order: returns a load of
+    // ramp(b, S, k*m) (its lanes' planes replaced by `planes`, each plane's offset from b)
+    // and in `order` each lane's plane, for in_order below. A load of ramp(b, S, L) is
+    // returned as it is, its planes j*S. Anything else: undefined.
+    Halide::Expr planes_in_order(const Halide::Expr &value, std::vector<int> &order,
+                                 std::vector<Halide::Expr> &planes) const {
+        using namespace Halide;
+        using namespace Halide::Internal;
+        if (const Load *l = value.as<Load>()) {
+            const Ramp *r = l->index.as<Ramp>();
+            if (!r) return Expr();
+            for (int j = 0; j < r->lanes; j++) planes.push_back(j * r->stride);
+            return value;
+        }
+        const Shuffle *cat = value.as<Shuffle>();
+        if (!cat || !cat->is_concat() || cat->vectors.size() < 2) return Expr();
+        const int k = static_cast<int>(cat->vectors.size());
+        std::vector<const Load *> loads;
+        std::vector<const Ramp *> ramps;
+        for (const Expr &v : cat->vectors) {
+            const Load *l = v.as<Load>();
+            const Ramp *r = l ? l->index.as<Ramp>() : nullptr;
+            if (!r || r->base.type().is_vector() || !is_const_one(l->predicate) || l->name != cat->vectors[0].as<Load>()->name) {
+                return Expr();
+            }
+            loads.push_back(l);
+            ramps.push_back(r);
+        }
+        // (The bases are lets of CSE: compared by their values.)
+        const auto base = [&](int o) { return expanded(ramps[o]->base); };
+        const int m = ramps[0]->lanes;
+        const Expr plane = simplify(base(1) - base(0)), group = ramps[0]->stride;
+        for (int o = 0; o < k; o++) {
+            if (ramps[o]->lanes != m || !can_prove(base(o) == base(0) + o * plane) ||
+                !can_prove(ramps[o]->stride == group)) {
+                return Expr();
+            }
+        }
+        for (int o = 0; o < k; o++) {
+            for (int i = 0; i < m; i++) order.push_back(o + i * k);
+        }
+        for (int q = 0; q < k * m; q++) planes.push_back(simplify((q % k) * plane + (q / k) * group));
+        return Load::make(value.type(), loads[0]->name, Ramp::make(ramps[0]->base, plane, k * m), loads[0]->image,
+                          loads[0]->param, const_true(k * m), ModulusRemainder());
+    }
+
+    // The enclosing lets' values, innermost last, and `e` with them substituted.
+    std::vector<std::pair<std::string, Halide::Expr>> lets_;
+    Halide::Expr expanded(Halide::Expr e) const {
+        for (auto l = lets_.rbegin(); l != lets_.rend(); ++l) e = Halide::Internal::substitute(l->first, l->second, e);
+        return Halide::Internal::simplify(e);
+    }
+    Halide::Internal::Stmt visit(const Halide::Internal::LetStmt *op) override {
+        lets_.emplace_back(op->name, op->value);
+        Halide::Internal::Stmt s = IRMutator::visit(op);
+        lets_.pop_back();
+        return s;
+    }
+
+    // `v` (lane l from plane l) with lane l from plane order[l] instead (none: as it is).
+    static Halide::Expr in_order(const Halide::Expr &v, const std::vector<int> &order) {
+        return order.empty() ? v : Halide::Internal::Shuffle::make({v}, order);
     }
 
     // A store of select(c, 0, v) or select(c, v, 0) with a scalar c (a copy's border: zeros
@@ -114,7 +184,10 @@ class TransposedRows : public Halide::Internal::IRMutator {
         using namespace Halide;
         using namespace Halide::Internal;
         const Store *st = op->body.as<Store>();
-        const Load *ld = st ? st->value.as<Load>() : nullptr;
+        std::vector<int> order;
+        std::vector<Expr> planes;  // each lane's plane, from the first (below: lr's base)
+        const Expr value = st ? planes_in_order(st->value, order, planes) : Expr();
+        const Load *ld = value.defined() ? value.as<Load>() : nullptr;
         if (op->for_type != ForType::Serial || !ld || !is_const_one(st->predicate) || !is_const_one(ld->predicate)) {
             return IRMutator::visit(op);
         }
@@ -145,7 +218,7 @@ class TransposedRows : public Halide::Internal::IRMutator {
             const int n = count ? int(*count) : -1;
             const bool whole = n == kChunk, halves = n >= 4 && n < kChunk;
             if ((whole || halves) && (lanes == 4 || lanes == 8 || lanes == 16)) {
-                return transposed_in_lanes(op->name, *st, *ld, row0, lr->stride, p0, n);
+                return transposed_in_lanes(op->name, *st, *ld, row0, planes, p0, n, order);
             }
             const int width = halves ? 4 : kChunk;     // lanes per load
             const int parts = halves && n > 4 ? 2 : 1;  // loads per plane
@@ -157,7 +230,7 @@ class TransposedRows : public Halide::Internal::IRMutator {
             for (int j = 0; j < lanes; j++) {
                 for (int q = 0; q < parts; q++) {
                     const std::string name = op->name + ".row" + std::to_string(j) + "." + std::to_string(q);
-                    const Expr base = row0 + j * lr->stride + (q == 0 ? 0 : n - 4);
+                    const Expr base = row0 + planes[j] + (q == 0 ? 0 : n - 4);
                     loads.emplace_back(name, Load::make(part_type, ld->name, Ramp::make(base, 1, width), ld->image,
                                                         ld->param, mask, ModulusRemainder()));
                     parts_of_rows.push_back(Variable::make(part_type, name));
@@ -169,8 +242,8 @@ class TransposedRows : public Halide::Internal::IRMutator {
                 const int q = halves && k >= 4 ? 1 : 0;
                 for (int j = 0; j < lanes; j++) indices.push_back((j * parts + q) * width + (q == 0 ? k : k - (n - 4)));
                 const Expr index = Ramp::make(substitute(op->name, p0 + k, sr->base), 1, lanes);
-                const Stmt s = Store::make(st->name, Shuffle::make(parts_of_rows, indices), index, st->param,
-                                           const_true(lanes), ModulusRemainder());
+                const Stmt s = Store::make(st->name, in_order(Shuffle::make(parts_of_rows, indices), order), index,
+                                           st->param, const_true(lanes), ModulusRemainder());
                 stores.push_back(k == 0 || n > 0 ? s : IfThenElse::make(k < valid, s));
             }
             Stmt body = Block::make(stores);

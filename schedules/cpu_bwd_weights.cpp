@@ -74,9 +74,10 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const bool channels_first = rows_contiguous(layout);
     // Inputs staged once, in parallel over rows: converted (16-bit storage) and/or
     // transposed (channels first) so the vector dim (c, or g for depthwise) is innermost.
-    // Depthwise channels first (ncg) stages them per tile instead (below).
+    // Depthwise channels first (ncg) stages them per tile instead, and the small-group
+    // variants (nxc_sg, ncx_sg) their pairs per chunk (below).
     const bool group_blocks = groups_vectorised && channels_first;
-    if ((s.staged_inputs || channels_first) && !group_blocks) {
+    if ((s.staged_inputs || channels_first) && !group_blocks && !s.small_groups) {
         for (const auto &[f, channels] : {std::pair{s.x_in, s.ci_extent}, std::pair{s.dy_in, s.co_extent}}) {
             if (s.dy_broadcasts && f.name() == s.dy_in.name()) continue;  // read in place (below)
             if (s.x_block > 0 && f.name() == s.x_in.name()) continue;       // x_blocks (below)
@@ -451,10 +452,13 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // pixel, 1 KB apart, each pair's first pass over a chunk a miss to memory that no
         // prefetcher predicts: kernel alone on rx_g32_28, tiles 1.31 -> 0.76 ms, staging
         // 0.32 -> 0.73 ms (x staged once before, in place of dy's reads), 1.10x in all.
+        // ncx_sg (channels first) copies them so too, each pair's rows transposed by the
+        // TransposedRows pass (cpu_staging.h): kernel alone on NCHW rx_g32_28, 2.11 ms
+        // against ncx's 3.29 (its half-vector tiles over copies transposed whole), 1.56x.
         for (auto [f, stride] : {std::pair{s.x_pairs, s.x_g_stride}, std::pair{s.dy_pairs, s.dy_g_stride}}) {
             const std::vector<Var> a = f.args();
             f.compute_at(sums, u).reorder_storage(a[0], a[1], a[2], a[3], a[4], a[6], a[5]);
-            copy_pairs_along_rows(f, stride, vec);
+            copy_pairs_along_rows(f, stride, vec, channels_first);
         }
     } else if (s.x_block > 0) {
         stage_x_blocks(s, vec, channels_first);

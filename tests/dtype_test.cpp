@@ -81,12 +81,12 @@ TEST(DtypeContract, WinogradPastDyFloat64) {
     expect_winograd_past_dy(DType::kFloat64, false, "f64_ncx_wg", "f64_ncx_wg", 1e-12);
 }
 
-// The small-group filter-gradient kernel (nxc_sg: pairs of groups of 8 dy channels, 8 or
-// more x channels each) in `dtype`, NHWC/HWIO: 3-wide filters (a tile over a row of 3 taps),
+// The small-group filter-gradient kernels (nxc_sg, ncx_sg: pairs of groups of 8 dy channels,
+// 8 or more x channels each) in `dtype`, NHWC/HWIO or NCHW/OIHW (`nchw`): 3-wide filters (a tile over a row of 3 taps),
 // 16 x channels per group, and a 5x5 filter (a tap per tile). Its branches differ by dtype:
 // f64 on AVX-512 takes the one-vector row, where Halide 14 once dropped the tiles' update
 // (zeros), and SSE4.1 f64 a tile as wide as it is long (qemu's Nehalem run checks that one).
-void expect_small_group_filters(DType t, const std::string &kernel, double tolerance) {
+void expect_small_group_filters(DType t, const std::string &kernel, double tolerance, bool nchw = false) {
     struct Shape {
         int64_t groups, cin, h, w, k;
     };
@@ -97,19 +97,23 @@ void expect_small_group_filters(DType t, const std::string &kernel, double toler
         c.pad_begin = {s.k / 2, s.k / 2};
         SCOPED_TRACE("groups " + std::to_string(s.groups) + ", " + std::to_string(s.cin) + " x channels, " +
                      std::to_string(s.k) + "x" + std::to_string(s.k));
-        const ConvProblem p = to_problem(c, t, true, true);
+        const ConvProblem p = to_problem(c, t, !nchw, !nchw);
         Rng rng(31);
         const auto x = random_values(num_elements(c.x_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
-        const RunResult r = run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(2)),
-                                        permute(dy, c.dy_shape(), ncx_to_nxc(2)), false);
+        const RunResult r = nchw ? run_problem(p, Direction::kBackwardWeights, x, dy, false)
+                                 : run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(2)),
+                                               permute(dy, c.dy_shape(), ncx_to_nxc(2)), false);
         ASSERT_TRUE(r.status.is_ok()) << r.status.message();
         EXPECT_EQ(r.kernel, "bwd_weights_" + kernel);
-        EXPECT_LE(relative_error(r.result, permute(nd_backprop_filter(c, x, dy), c.w_shape(), oix_to_xio(2))), tolerance);
+        const auto expected = nd_backprop_filter(c, x, dy);
+        EXPECT_LE(relative_error(r.result, nchw ? expected : permute(expected, c.w_shape(), oix_to_xio(2))), tolerance);
     }
 }
 
 TEST(DtypeContract, SmallGroupFiltersFloat32) { expect_small_group_filters(DType::kFloat32, "f32_nxc_sg", 1e-5); }
 TEST(DtypeContract, SmallGroupFiltersFloat64) { expect_small_group_filters(DType::kFloat64, "f64_nxc_sg", 1e-12); }
+TEST(DtypeContract, SmallGroupFiltersNchwFloat32) { expect_small_group_filters(DType::kFloat32, "f32_ncx_sg", 1e-5, true); }
+TEST(DtypeContract, SmallGroupFiltersNchwFloat64) { expect_small_group_filters(DType::kFloat64, "f64_ncx_sg", 1e-12, true); }
 
 // The staged-dy depthwise filter gradient (nxg_sd: NHWC dy of at least 8 MB, pixels wider
 // than two lines, 3x3; kernel_registry.h) in float64: 96 groups on 80x80, dy 9.8 MB.

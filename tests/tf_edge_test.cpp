@@ -304,11 +304,12 @@ TEST(TfEdge, BlockedInputChannelFilters) {
     expect_kernel(as_nchw(conv({2, 9, 10, 9}, {3, 3, 9, 32}, "SAME", 1, 1)), "bwd_weights_f32_ncx");
 }
 
-// The small-group filter-gradient kernel (nxc_sg: tiles over pairs of groups of 8 dy
-// channels, x and dy staged per chunk with each pair's pixels contiguous): ResNeXt-like
-// groups of 8, 16 x channels per group, a 5x5 filter (no row of 3 taps), stride 2, a
-// dilation, a pointwise filter, and enough rows for 12 chunks (each thread its own). Not
-// taken: an odd number of groups, 4 x channels per group, 16 dy channels, and NCHW.
+// The small-group filter-gradient kernels (nxc_sg, ncx_sg: tiles over pairs of groups of 8
+// dy channels, x and dy staged with each pair's pixels contiguous, per chunk in NHWC, once
+// in NCHW): ResNeXt-like groups of 8, 16 x channels per group, a 5x5 filter (no row of 3
+// taps), stride 2, a dilation, a pointwise filter, and enough rows for 12 chunks (each
+// thread its own), in both layouts. Not taken: an odd number of groups, 4 x channels per
+// group, 16 dy channels.
 TEST(TfEdge, SmallGroupPairFilters) {
     TfConv2D dilated = conv({2, 12, 14, 32}, {3, 3, 8, 32}, "SAME", 1, 1);
     dilated.dilations = {1, 2, 3, 1};
@@ -321,16 +322,16 @@ TEST(TfEdge, SmallGroupPairFilters) {
                               conv({16, 28, 28, 128}, {3, 3, 8, 128}, "SAME", 1, 1)}) {  // 12 chunks
         expect_matches_reference(c);
         expect_kernel(c, "bwd_weights_f32_nxc_sg");
+        expect_matches_reference(as_nchw(c));
+        expect_kernel(as_nchw(c), "bwd_weights_f32_ncx_sg");
     }
     for (const TfConv2D &c : {conv({2, 9, 10, 24}, {3, 3, 8, 24}, "SAME", 1, 1),    // 3 groups
                               conv({2, 9, 10, 16}, {3, 3, 4, 32}, "SAME", 1, 1),    // 4 x channels
                               conv({2, 9, 10, 32}, {3, 3, 8, 64}, "SAME", 1, 1)}) {  // 16 dy channels
         expect_matches_reference(c);
         expect_kernel(c, "bwd_weights_f32_nxc");
+        expect_kernel(as_nchw(c), "bwd_weights_f32_ncx");
     }
-    const TfConv2D nchw = as_nchw(conv({2, 9, 30, 64}, {3, 3, 8, 64}, "SAME", 1, 1));
-    expect_matches_reference(nchw);
-    expect_kernel(nchw, "bwd_weights_f32_ncx");
 }
 
 // Filter gradients large enough for the reduction's cache blocking (cpu_bwd_weights.cpp:

@@ -73,10 +73,11 @@ constexpr int kFlatSmallPlaneTaps = 9;
 // and takes fewer dy channels per group: with 16 over 16 dx channels it measured 0.87-0.98x nxc.
 // Its x86 tiles hold pairs of groups, so it takes an even number of groups.
 constexpr int kSmallGroupChannels = 16;
-// The filter gradient's small-group variant (nxc_sg) takes an even number of groups of this
-// many dy channels (half an AVX-512 vector of float32: a tile's vector holds a pair of
+// The filter gradient's small-group variants (nxc_sg, ncx_sg) take an even number of groups of
+// this many dy channels (half an AVX-512 vector of float32: a tile's vector holds a pair of
 // groups) and at least as many x channels (its tile's 8 of ci). There x and dy are staged
-// per chunk, each pair's pixels contiguous: kernel alone, rx_g32_28 NHWC 1.36x against nxc.
+// per chunk, each pair's pixels contiguous: kernel alone, rx_g32_28 NHWC 1.36x against nxc,
+// NCHW 1.56x against ncx (fortieth session).
 constexpr int kSmallGroupPairChannels = 8;
 // The channel-slab variants (nxc_cs, ncx_cs) take dx channels per group in multiples of this
 // (generators/bwd_data.h: every target's tile width divides it).

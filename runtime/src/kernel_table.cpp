@@ -5,8 +5,8 @@
 // contiguous, the data gradient's ncg_fp, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
 // small groups, nxc_cs for whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw
-// for pointwise data gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_db for pointwise
-// filter gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels. The first
+// for pointwise data gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_sg for the filter
+// gradient's small groups, ncx_db for pointwise filter gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels. The first
 // entry that accepts a problem runs.
 #include <algorithm>
 
@@ -51,6 +51,7 @@ constexpr LayoutRequirement layout_ncx_px_pw = {kX, false, false, true, false, f
 // (Any pixel stride: the dilation phases of NCX views take every other pixel.)
 constexpr LayoutRequirement layout_ncx_wg = {kNone, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_ncx_sg = {kX, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg_sd = {kG, true, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};

@@ -5,7 +5,7 @@
 // in channels-first layouts), in that order, or `_sg` (the data gradient's NXC variant for
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
 // the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
-// `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg` is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
+// `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg`, `nxc_sg` and `ncx_sg`, is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
 // in place), or `_sd` (the filter gradient's NHWC depthwise tiles over dy staged per chunk), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
 // (Winograd F(4x4, 3x3) tiles, both directions, generators/winograd.h):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
@@ -85,7 +85,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg_sd", "nxg", "ncg", "nxc_wg", "nxc_sg", "nxc", "ncx_wg", "ncx_db", "ncx", "any"};
+    else order = {"nxg_sd", "nxg", "ncg", "nxc_wg", "nxc_sg", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
