@@ -15,6 +15,9 @@ struct BwdDataStages {
     // The channel-slab variant (_cs): the tiles read w_pack (c % slab, co, kx, ky, kz,
     // c / slab, g), the filter in slabs of `slab` dx channels, the tile's width; 0 otherwise.
     int slab = 0;
+    bool rows_pass = false;  // NCX, 32-bit: the pipeline runs the TransposedRows pass (dx's copy)
+    Expr whole_slabs;  // w's input channels are whole slabs (the registry's promise for _cs)
+    Expr w_ci_stride;  // w's input-channel stride (OIX 1x1: 1)
     Func w_pack;
     Func dy_in;      // dy (zero-padded) in the accumulator type (schedules may stage it)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use

@@ -126,6 +126,9 @@ private:
         s.phased = x_phases == 2;
         s.pixel_vectors = pixel_vectors;
         s.small_groups = small_groups;
+        // NCX, 32-bit, CPU: dx's transposing copy runs through the TransposedRows pass.
+        s.rows_pass = variant_layout() == Layout::NCX && bt.bits() == 32 && !get_target().has_gpu_feature() &&
+                      !autoscheduled() && !pixel_vectors;
         if (small_groups && (variant_layout() != Layout::NXC || s.phased || pixel_vectors)) {
             throw std::invalid_argument("convgrad: small_groups is a variant of layout=nxc alone");
         }
@@ -189,9 +192,14 @@ private:
                 Var ci_i, co_, kx_, ky_, kz_, ci_o, g_;
                 s.w_pack = Func("w_pack");
                 // (Clamped: the last slab of a group reads past its channels only where the
-                // predicate is broken; the kernel's tiles never use those lanes.)
-                s.w_pack(ci_i, co_, kx_, ky_, kz_, ci_o, g_) =
-                    s.w_local(Halide::min(ci_o * s.slab + ci_i, w.dim(kCi).extent() - 1), co_, kx_, ky_, kz_, g_);
+                // predicate is broken; the kernel's tiles never use those lanes. Unclamped
+                // where the slabs are whole, so that the schedule's branch for them loads
+                // OIX's contiguous input channels as vectors, not lane by lane.)
+                const Expr channel = ci_o * s.slab + ci_i;
+                s.whole_slabs = w.dim(kCi).extent() % s.slab == 0;
+                s.w_ci_stride = w.dim(kCi).stride();
+                s.w_pack(ci_i, co_, kx_, ky_, kz_, ci_o, g_) = s.w_local(
+                    select(s.whole_slabs, channel, Halide::min(channel, w.dim(kCi).extent() - 1)), co_, kx_, ky_, kz_, g_);
                 w_read = s.w_pack(s.c % s.slab, co, k[0], k[1], k[2], s.c / s.slab, s.g);
             }
             s.acc(pure) += s.dy_in(co, o[0], o[1], o[2], s.g, s.n) * w_read;
@@ -227,7 +235,7 @@ private:
             schedule_bwd_data_gpu(s, get_target(), lay);
         } else {
             schedule_bwd_data_cpu(s, get_target(), lay);
-            if (lay == Layout::NCG && !pixel_vectors) get_pipeline().add_custom_lowering_pass(new TransposedRows);
+            if ((lay == Layout::NCG || s.rows_pass) && !pixel_vectors) get_pipeline().add_custom_lowering_pass(new TransposedRows);
         }
     }
 
