@@ -115,6 +115,29 @@ TEST(DtypeContract, SmallGroupFiltersFloat64) { expect_small_group_filters(DType
 TEST(DtypeContract, SmallGroupFiltersNchwFloat32) { expect_small_group_filters(DType::kFloat32, "f32_ncx_sg", 1e-5, true); }
 TEST(DtypeContract, SmallGroupFiltersNchwFloat64) { expect_small_group_filters(DType::kFloat64, "f64_ncx_sg", 1e-12, true); }
 
+// NCHW data gradients on the channel-slab kernel (ncx_cs) with OIHW 1x1 filters: input
+// channels contiguous and in whole slabs, the branch that packs the filter by vectors
+// (schedules/cpu_bwd_data.cpp), and dx copied through TransposedRows; a 7x7 plane (a flat
+// row of 49, which ncx_cs keeps) and a 3x5 one, in `dtype`.
+void expect_oix_pointwise_slabs(DType t, const std::string &kernel, double tolerance) {
+    for (const std::vector<int64_t> &size : {std::vector<int64_t>{7, 7}, std::vector<int64_t>{3, 5}}) {
+        NdConv c;
+        c.rank = 2, c.batch = 2, c.groups = 1, c.cin = 64, c.cout = 40;
+        c.in = size, c.out = size, c.kernel = {1, 1}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {0, 0};
+        SCOPED_TRACE(std::to_string(size[0]) + "x" + std::to_string(size[1]));
+        const ConvProblem p = to_problem(c, t, false, false);
+        Rng rng(41);
+        const auto w = random_values(num_elements(c.w_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
+        const RunResult r = run_problem(p, Direction::kBackwardData, dy, w, false);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        EXPECT_EQ(r.kernel, "bwd_data_" + kernel);
+        EXPECT_LE(relative_error(r.result, nd_backprop_data(c, w, dy)), tolerance);
+    }
+}
+
+TEST(DtypeContract, OixPointwiseSlabsFloat32) { expect_oix_pointwise_slabs(DType::kFloat32, "f32_ncx_cs", 1e-5); }
+TEST(DtypeContract, OixPointwiseSlabsFloat64) { expect_oix_pointwise_slabs(DType::kFloat64, "f64_ncx_cs", 1e-12); }
+
 // The staged-dy depthwise filter gradient (nxg_sd: NHWC dy of at least 8 MB, pixels wider
 // than two lines, 3x3; kernel_registry.h) in float64: 96 groups on 80x80, dy 9.8 MB.
 TEST(DtypeContract, StagedDyFiltersFloat64) {

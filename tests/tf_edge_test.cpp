@@ -305,8 +305,8 @@ TEST(TfEdge, BlockedInputChannelFilters) {
 }
 
 // The small-group filter-gradient kernels (nxc_sg, ncx_sg: tiles over pairs of groups of 8
-// dy channels, x and dy staged with each pair's pixels contiguous, per chunk in NHWC, once
-// in NCHW): ResNeXt-like groups of 8, 16 x channels per group, a 5x5 filter (no row of 3
+// dy channels, x and dy staged per chunk with each pair's pixels contiguous; NCHW's copies
+// through TransposedRows): ResNeXt-like groups of 8, 16 x channels per group, a 5x5 filter (no row of 3
 // taps), stride 2, a dilation, a pointwise filter, and enough rows for 12 chunks (each
 // thread its own), in both layouts. Not taken: an odd number of groups, 4 x channels per
 // group, 16 dy channels.
