@@ -5,6 +5,7 @@
 // Reads of x outside its extent are the zeros of the padding. The reduction order is fixed
 // by the schedule (no atomics), so results are deterministic run to run.
 #include "bwd_weights.h"
+#include "next_chunk_prefetch.h"
 #include "transposed_rows.h"
 #include "winograd.h"
 
@@ -187,6 +188,21 @@ public:
             schedule_bwd_weights_cpu(s, get_target(), lay);
             if (lay == Layout::NCG || s.rows_pass) {
                 get_pipeline().add_custom_lowering_pass(new TransposedRows);
+            }
+            if (lay == Layout::NXC && !s.small_groups && !s.staged_inputs) {
+                // Pointwise layers whose dy streams from memory: the tiles prefetch the rows of
+                // their thread's next chunk (two on: next_chunk_prefetch.h).
+                // (Extents read from the buffers: dims the pipeline never reads have no symbol.)
+                const auto extent = [](const std::string &buffer, int d) {
+                    using namespace Halide::Internal;
+                    const Expr b = Variable::make(type_of<halide_buffer_t *>(), buffer + ".buffer");
+                    return Call::make(Int(32), Call::buffer_get_extent, {b, d}, Call::Extern);
+                };
+                Expr dy_bytes = Expr(bytes);
+                for (int d = 0; d < 6; d++) dy_bytes *= f(extent("dy", d));
+                const Expr pointwise = extent("dw", kKx) == 1 && extent("dw", kKy) == 1 && extent("dw", kKz) == 1;
+                add_next_chunk_prefetch(get_pipeline(), get_target(), *get_externs_map(),
+                                        pointwise && dy_bytes >= float(kPrefetchMinDyBytes), 2 * s.chunk_rows);
             }
         }
     }

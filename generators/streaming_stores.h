@@ -13,8 +13,8 @@
 //
 // Halide 14 has no such store. This lowering pass replaces each whole-vector store into the
 // output (`buffer`, lanes contiguous, no predicate, f32 or f64 of a width the bitcode has)
-// by a call to convgrad_stream_<type>x<lanes> (streaming_stores.ll.in), which Halide links
-// into the kernel as LLVM bitcode (ExternalCode) and LLVM inlines: a streaming store where
+// by a call to convgrad_stream_<type>x<lanes> (streaming_stores.ll.in, x86_bitcode.h), which
+// Halide links into the kernel as LLVM bitcode (ExternalCode) and LLVM inlines: a streaming store where
 // `on` holds and the address is aligned to the vector, else the plain store. Each parallel
 // task, and the pipeline, ends with an sfence so the stores are visible to the thread that
 // waits for the task. Masked stores (a vector's tail) stay as they are.
@@ -25,13 +25,11 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "Halide.h"
+#include "x86_bitcode.h"
 
 namespace convgrad::gen {
-
-extern const std::vector<uint8_t> kStreamingStoresBitcode;  // generated: cmake/EmbedBitcode.cmake
 
 // Outputs from this size on are written with streaming stores: half the 8 MB L3 of the
 // EPYC, where an output of 4.8 MB whose input is as large already missed the cache on
@@ -118,8 +116,7 @@ inline void add_streaming_stores(Halide::Pipeline p, const Halide::Target &t,
     for (int d = 0; d < b.dimensions(); d++) {
         bytes *= cast<int64_t>(Call::make(Int(32), Call::buffer_get_extent, {buffer, d}, Call::Extern));
     }
-    const std::string name = "convgrad.streaming_stores";
-    externs.insert({name, ExternalCode::bitcode_wrapper(t, kStreamingStoresBitcode, name)});
+    link_x86_bitcode(t, externs);
     p.add_custom_lowering_pass(new StreamingStores(out.name(), bytes >= Expr(kStreamingMinBytes)));
 }
 

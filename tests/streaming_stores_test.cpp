@@ -40,13 +40,7 @@ void expect_streamed_result_matches(const Case &k) {
     const auto dy = random_values(num_elements(c.out_backprop), rng);
     const auto ref = backprop_input(c, w, dy);
     const double tolerance = k.dtype == DType::kFloat64 ? 1e-12 : 1e-5;
-    for (int64_t offset : {0, 1}) {
-        TestDevice on;
-        on.offset = offset;
-        const RunResult r = run_problem(p.value, Direction::kBackwardData, dy, w, false, on);
-        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-        EXPECT_LE(relative_error(r.result, ref), tolerance) << r.kernel << ", tensors " << offset << " element(s) in";
-    }
+    expect_matches_at_offsets(p.value, Direction::kBackwardData, dy, w, ref, tolerance);
 }
 
 TEST(StreamingStores, LargeDataGradients) {

@@ -262,4 +262,15 @@ RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<doubl
     return r;
 }
 
+void expect_matches_at_offsets(const ConvProblem &p, Direction d, const std::vector<double> &first,
+                               const std::vector<double> &second, const std::vector<double> &ref, double tolerance) {
+    for (int64_t offset : {0, 1}) {
+        TestDevice on;
+        on.offset = offset;
+        const RunResult r = run_problem(p, d, first, second, false, on);
+        ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        EXPECT_LE(relative_error(r.result, ref), tolerance) << r.kernel << ", tensors " << offset << " element(s) in";
+    }
+}
+
 }  // namespace convgrad::test

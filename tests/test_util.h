@@ -66,6 +66,12 @@ struct RunResult {
 RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<double> &first,
                       const std::vector<double> &second, bool gapped, const TestDevice &on = {});
 
+// Runs `p` (run_problem's `first` and `second`) on tensors aligned as frameworks allocate them
+// and on tensors one element into their storage (no vector aligned), and compares each result
+// with `ref` (relative error at most `tolerance`).
+void expect_matches_at_offsets(const ConvProblem &p, Direction d, const std::vector<double> &first,
+                               const std::vector<double> &second, const std::vector<double> &ref, double tolerance);
+
 // Resolves `c` through convgrad's TF frontend and runs the gradient on tensors holding
 // `first` and `second` (filter and dy for backprop-input, x and dy for backprop-filter).
 using TfRunResult = RunResult;
