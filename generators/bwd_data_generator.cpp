@@ -126,9 +126,8 @@ private:
         s.phased = x_phases == 2;
         s.pixel_vectors = pixel_vectors;
         s.small_groups = small_groups;
-        // NCX, 32-bit, CPU: dx's transposing copy runs through the TransposedRows pass.
-        s.rows_pass = variant_layout() == Layout::NCX && bt.bits() == 32 && !get_target().has_gpu_feature() &&
-                      !autoscheduled() && !pixel_vectors;
+        // dx's transposing copy; the pixel-vector variants (vectors along rows) have none.
+        s.rows_pass = ncx_rows_pass(bt) && !pixel_vectors;
         if (small_groups && (variant_layout() != Layout::NXC || s.phased || pixel_vectors)) {
             throw std::invalid_argument("convgrad: small_groups is a variant of layout=nxc alone");
         }

@@ -46,7 +46,6 @@ struct BwdWeightsStages {
     // Sizes for cache blocking the reduction: its rows (n, oz, oy) and their positions
     // (ox_extent each), and the bytes of x and dy one row of dy touches (all groups).
     Expr reduction_rows, oy_extent, ox_extent, row_bytes;
-    Expr chunk_rows;  // the NXC and NCX tiles' rows per chunk (set by the CPU schedule)
 };
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout);

@@ -5,7 +5,8 @@
 // Reads of x outside its extent are the zeros of the padding. The reduction order is fixed
 // by the schedule (no atomics), so results are deterministic run to run.
 #include "bwd_weights.h"
-#include "next_chunk_prefetch.h"
+#include "next_tile_prefetch.h"
+#include "streaming_sizes.h"
 #include "transposed_rows.h"
 #include "winograd.h"
 
@@ -98,7 +99,7 @@ public:
         const bool cpu_schedule = !get_target().has_gpu_feature() && !autoscheduled();
         // NCX's whole transposing copies (32-bit: the pass's loads) sweep x for the pass.
         // (ncx_sg: its pairs' copies, per chunk, cpu_bwd_weights.cpp.)
-        s.rows_pass = cpu_schedule && variant_layout() == Layout::NCX && bt.bits() == 32;
+        s.rows_pass = ncx_rows_pass(bt);
         const bool dense = variant_layout() == Layout::NXC || (variant_layout() == Layout::NCX && !dy_broadcasts);
         if (dense && !pairs && bt.bits() != 16 && cpu_schedule) {
             Var ci_i("ci_i"), ci_o("ci_o"), c, x_, y, z, g, n;
@@ -189,20 +190,18 @@ public:
             if (lay == Layout::NCG || s.rows_pass) {
                 get_pipeline().add_custom_lowering_pass(new TransposedRows);
             }
-            if (lay == Layout::NXC && !s.small_groups && !s.staged_inputs) {
-                // Pointwise layers whose dy streams from memory: the tiles prefetch the rows of
-                // their thread's next chunk (two on: next_chunk_prefetch.h).
-                // (Extents read from the buffers: dims the pipeline never reads have no symbol.)
-                const auto extent = [](const std::string &buffer, int d) {
-                    using namespace Halide::Internal;
-                    const Expr b = Variable::make(type_of<halide_buffer_t *>(), buffer + ".buffer");
-                    return Call::make(Int(32), Call::buffer_get_extent, {b, d}, Call::Extern);
-                };
+            if ((lay == Layout::NXC || s.dy_broadcasts) && !s.small_groups && !s.staged_inputs) {
+                // Where dy streams from memory, the first tiles over each chunk prefetch the
+                // next co block's dy (next_tile_prefetch.h).
+                // (Extents read from the buffer: dims the pipeline never reads have no symbol.)
                 Expr dy_bytes = Expr(bytes);
-                for (int d = 0; d < 6; d++) dy_bytes *= f(extent("dy", d));
-                const Expr pointwise = extent("dw", kKx) == 1 && extent("dw", kKy) == 1 && extent("dw", kKz) == 1;
-                add_next_chunk_prefetch(get_pipeline(), get_target(), *get_externs_map(),
-                                        pointwise && dy_bytes >= float(kPrefetchMinDyBytes), 2 * s.chunk_rows);
+                for (int d = 0; d < kActDims; d++) {
+                    using namespace Halide::Internal;
+                    const Expr b = Variable::make(type_of<halide_buffer_t *>(), "dy.buffer");
+                    dy_bytes *= f(Call::make(Int(32), Call::buffer_get_extent, {b, d}, Call::Extern));
+                }
+                add_next_tile_prefetch(get_pipeline(), get_target(), *get_externs_map(),
+                                       dy_bytes >= float(kStreamingDyMinBytes));
             }
         }
     }

@@ -338,6 +338,14 @@ protected:
     }
 
     FixedProblem fixed_problem() const { return FixedProblem::parse(fixed); }
+
+    // True where the pipeline's NCX transposing copies run through the TransposedRows pass
+    // (transposed_rows.h, whose loads are 32-bit): NCX, 32-bit elements, the CPU's own
+    // schedules (not a GPU's, nor an autoscheduler's).
+    bool ncx_rows_pass(const Type &elements) {
+        return variant_layout() == Layout::NCX && elements.bits() == 32 && !this->get_target().has_gpu_feature() &&
+               !autoscheduled();
+    }
     ScheduleParams schedule_params() const { return ScheduleParams(schedule, this->get_target()); }
 
     // Halide's autoschedulers (generator param auto_schedule=true, -s NAME -p PLUGIN) replace

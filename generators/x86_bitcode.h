@@ -1,6 +1,6 @@
 // LLVM bitcode for what Halide 14 cannot emit on x86 (cmake/EmbedBitcode.cmake assembles it):
 // streaming stores and sfence (streaming_stores.h), and a prefetch into L2
-// (next_chunk_prefetch.h). Lowering passes call its functions as Call::Extern; Halide links
+// (next_tile_prefetch.h). Lowering passes call its functions as Call::Extern; Halide links
 // the bitcode into the kernel (ExternalCode) and LLVM inlines them.
 #pragma once
 

@@ -288,7 +288,6 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const Expr cap_rows = Halide::select(!s.dy_broadcasts && filter_bytes <= chunk_cap / 4, row_cap, s.reduction_rows);
     const auto ceil_div = [](const Expr &extent, const Expr &factor) { return (extent + factor - 1) / factor; };
     const Expr chunk_rows = Halide::min(ceil_div(s.reduction_rows, chunks), cap_rows);
-    s.chunk_rows = chunk_rows;
     // A chunk is part of a plane (rows of one image) or whole planes: the row loop inside is
     // a plain loop over oy, and (oz, n) are decoded from a fused index (divisions) once per
     // plane part, not per row (rn50_1x1_7 has 7 positions per row).

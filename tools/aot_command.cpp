@@ -219,10 +219,12 @@ int aot_command(int argc, char **argv) {
     if (ec) return report(Status::internal("aot: cannot create '" + out + "': " + ec.message()));
 
     // The API sources, compiled later by the target's toolchain, in the source tree's layout
-    // (the runtime shares generators/canonical.h with the kernels).
+    // (the runtime shares two plain headers of generators/ with the kernels).
     fs::copy(sources / "runtime" / "include", dir / "runtime" / "include", fs::copy_options::recursive, ec);
     if (!ec) fs::copy(sources / "runtime" / "src", dir / "runtime" / "src", fs::copy_options::recursive, ec);
-    if (!ec) fs::copy(sources / "generators" / "canonical.h", dir / "generators", ec);
+    for (const char *shared : {"canonical.h", "streaming_sizes.h"}) {
+        if (!ec) fs::copy(sources / "generators" / shared, dir / "generators", ec);
+    }
     if (!ec) fs::copy(fs::path(CONVGRAD_HALIDE_RUNTIME_HEADER), dir / "runtime" / "src", ec);
     if (ec) return report(Status::internal("aot: copying the API sources from '" + sources.string() + "': " + ec.message()));
 

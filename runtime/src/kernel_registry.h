@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "HalideRuntime.h"
+#include "../../generators/streaming_sizes.h"
 #include "canonical_view.h"
 #include "convgrad/convgrad.h"
 
@@ -106,7 +107,7 @@ constexpr int kDyBroadcastMinChannels = 32;
 // groups 1.18x; with 5x5 filters the tiles do 25 FMAs per dy vector and the staging pass
 // was not paid back (mb_dw144_56's shape 0.88-0.95x, stride 2 on 96 groups 1.01x): at most
 // kStagedDyMaxTaps taps.
-constexpr int64_t kStagedDyMinBytes = 8 << 20;
+constexpr int64_t kStagedDyMinBytes = kStreamingDyMinBytes;
 constexpr int64_t kStagedDyMinPixelBytes = 128;
 constexpr int64_t kStagedDyMaxTaps = 9;
 

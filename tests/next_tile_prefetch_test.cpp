@@ -1,0 +1,75 @@
+// The dense filter gradient's prefetch of the next co block's dy (generators/next_tile_prefetch.h):
+// with dy of at least 8 MiB the first tiles over each chunk (first ci block, first tap) run
+// prefetching loops (the other layers' plain ones are every other test's). Each problem runs
+// on tensors aligned as frameworks allocate them and one element into their storage, against
+// the float64 reference, on the kernel named (a test of the registry's choice too):
+// NHWC (nxc: the next co block's lines of each pixel) 64 -> 256 channels, ragged channel
+// counts (40 -> 96: partial last blocks, the last co block's prefetch past the pixel), a 1x1
+// stride-2 projection, a 2x2 filter (only the first tap prefetches), float64; NCHW (ncx_db:
+// dy's channels broadcast, the next co block's rows) 64 -> 256, ragged, float64. Whether the
+// kernels hold the prefetches is CMakeLists.txt's objdump test.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "test_util.h"
+
+namespace convgrad::test {
+namespace {
+
+struct Case {
+    std::vector<int64_t> input, filter;  // NHWC, TF's filter [KH, KW, C_in, C_out]
+    int64_t stride;
+    DType dtype;
+    bool nchw;
+    std::string kernel;  // the registry's choice
+};
+
+void expect_prefetched_result_matches(const Case &k) {
+    TfConv2D c;
+    c.input = k.input, c.filter = k.filter, c.padding = "VALID";
+    c.strides = {1, k.stride, k.stride, 1};
+    if (k.nchw) {
+        c.data_format = "NCHW";
+        c.input = {k.input[0], k.input[3], k.input[1], k.input[2]};
+        c.strides = {1, 1, k.stride, k.stride};
+    }
+    ASSERT_TRUE(infer_out_backprop(c));
+    SCOPED_TRACE(describe(c));
+    const int64_t dy_bytes = num_elements(c.out_backprop) * dtype_size(k.dtype);
+    ASSERT_GE(dy_bytes, int64_t(8) << 20) << "dy must be large enough to prefetch";
+    tf::ConvAttrs attrs{c.strides, c.dilations, c.padding, c.explicit_paddings, c.data_format};
+    Result<ConvProblem> p = tf::conv2d_backprop_filter(attrs, c.input, c.filter, c.out_backprop, k.dtype);
+    ASSERT_TRUE(p.is_ok()) << p.status.message();
+    Rng rng(13);
+    const auto x = random_values(num_elements(c.input), rng);
+    const auto dy = random_values(num_elements(c.out_backprop), rng);
+    const auto ref = backprop_filter(c, x, dy);
+    const double tolerance = k.dtype == DType::kFloat64 ? 1e-12 : 1e-5;
+    EXPECT_EQ(run_problem(p.value, Direction::kBackwardWeights, x, dy, false).kernel, k.kernel);
+    expect_matches_at_offsets(p.value, Direction::kBackwardWeights, x, dy, ref, tolerance);
+}
+
+TEST(NextTilePrefetch, FilterGradientsOfLargeDy) {
+    const DType f32 = DType::kFloat32, f64 = DType::kFloat64;
+    std::vector<Case> cases = {
+        {{2, 72, 72, 64}, {1, 1, 64, 256}, 1, f32, false, "bwd_weights_f32_nxc"},       // dy 10.1 MiB
+        {{4, 75, 75, 40}, {1, 1, 40, 96}, 1, f32, false, "bwd_weights_f32_nxc"},        // ragged blocks, dy 8.2 MiB
+        {{3, 112, 112, 64}, {1, 1, 64, 256}, 2, f32, false, "bwd_weights_f32_nxc"},     // stride 2, dy 9.2 MiB
+        {{2, 131, 131, 16}, {2, 2, 16, 64}, 1, f32, false, "bwd_weights_f32_nxc"},      // 2x2 taps, dy 8.3 MiB
+        {{1, 72, 72, 64}, {1, 1, 64, 256}, 1, f64, false, "bwd_weights_f64_nxc"},       // float64, dy 10.1 MiB
+        {{2, 72, 72, 64}, {1, 1, 64, 256}, 1, f32, true, "bwd_weights_f32_ncx_db"},     // NCHW, dy 10.1 MiB
+        {{4, 75, 75, 40}, {1, 1, 40, 96}, 1, f32, true, "bwd_weights_f32_ncx_db"},      // NCHW ragged
+        {{1, 72, 72, 64}, {1, 1, 64, 256}, 1, f64, true, "bwd_weights_f64_ncx_db"},     // NCHW float64
+    };
+    // Under qemu (the other ISA paths; emulation is ~100x slower, and the float64 reference
+    // of the cases above would take minutes): one case of each layout with few input channels.
+    if (std::getenv("CONVGRAD_TEST_CASES")) {
+        cases = {{{2, 66, 66, 8}, {1, 1, 8, 256}, 1, f32, false, "bwd_weights_f32_nxc"},  // dy 8.5 MiB
+                 {{2, 66, 66, 32}, {1, 1, 32, 256}, 1, f32, true, "bwd_weights_f32_ncx_db"}};
+    }
+    for (const Case &k : cases) expect_prefetched_result_matches(k);
+}
+
+}  // namespace
+}  // namespace convgrad::test
