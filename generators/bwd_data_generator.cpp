@@ -7,6 +7,7 @@
 // that division is exact and o is in range; otherwise the term is a structural zero.
 #include "bwd_data.h"
 #include "flat_planes.h"
+#include "next_tile_prefetch.h"
 #include "streaming_stores.h"
 #include "transposed_rows.h"
 #include "winograd.h"
@@ -235,6 +236,12 @@ private:
         } else {
             schedule_bwd_data_cpu(s, get_target(), lay);
             if ((lay == Layout::NCG || s.rows_pass) && !pixel_vectors) get_pipeline().add_custom_lowering_pass(new TransposedRows);
+            // Pointwise tiles read dy in place: where it streams from memory, the first tiles
+            // over each block of pixels prefetch the next one's (next_tile_prefetch.h).
+            if (pointwise && (lay == Layout::NXC || pixel_vectors)) {
+                add_next_tile_prefetch(get_pipeline(), get_target(), *get_externs_map(), bt.bytes(),
+                                       kPointwiseDataGradientTiles);
+            }
         }
     }
 

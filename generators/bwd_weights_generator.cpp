@@ -6,7 +6,6 @@
 // by the schedule (no atomics), so results are deterministic run to run.
 #include "bwd_weights.h"
 #include "next_tile_prefetch.h"
-#include "streaming_sizes.h"
 #include "transposed_rows.h"
 #include "winograd.h"
 
@@ -193,15 +192,7 @@ public:
             if ((lay == Layout::NXC || s.dy_broadcasts) && !s.small_groups && !s.staged_inputs) {
                 // Where dy streams from memory, the first tiles over each chunk prefetch the
                 // next co block's dy (next_tile_prefetch.h).
-                // (Extents read from the buffer: dims the pipeline never reads have no symbol.)
-                Expr dy_bytes = Expr(bytes);
-                for (int d = 0; d < kActDims; d++) {
-                    using namespace Halide::Internal;
-                    const Expr b = Variable::make(type_of<halide_buffer_t *>(), "dy.buffer");
-                    dy_bytes *= f(Call::make(Int(32), Call::buffer_get_extent, {b, d}, Call::Extern));
-                }
-                add_next_tile_prefetch(get_pipeline(), get_target(), *get_externs_map(),
-                                       dy_bytes >= float(kStreamingDyMinBytes));
+                add_next_tile_prefetch(get_pipeline(), get_target(), *get_externs_map(), bt.bytes(), kFilterGradientTiles);
             }
         }
     }
