@@ -74,7 +74,8 @@ private:
     }
     bool is_tile_nest(const std::string &loop) const { return ends_with(loop, tiles_.nest); }
 
-    // The tile's loads of dy, distinct, in order: NXC's dense vectors, or ncx_db's scalars.
+    // The tile's loads of dy, distinct, in order: dense vectors (nxc, ncx_px_pw) or scalars
+    // (ncx_db, nxc_pw).
     struct DyLoads : public Halide::Internal::IRVisitor {
         using IRVisitor::visit;
         std::vector<const Halide::Internal::Load *> vectors, scalars;
@@ -115,7 +116,7 @@ private:
         const size_t tail = name.find_last_not_of("0123456789");
         if (tail != std::string::npos && tail + 1 < name.size() && name[tail] == '_') name.resize(tail);
         if (!ends_with(name, tiles_.positions)) return plain;
-        // The first ci block (and tap) of the tile loops: `first`.
+        // The tiles that first touch dy: the first iteration of each of `firsts`' loops.
         Expr first;
         for (const std::string &l : loops_) {
             for (const std::string &suffix : tiles_.firsts) {
@@ -141,7 +142,7 @@ private:
                 fetches = fetches.defined() ? Block::make(fetches, p) : p;
             }
         } else {
-            const Load *load = dy.scalars[0];  // channel 0 of the co block; the others a channel stride apart
+            const Load *load = dy.scalars[0];  // the first; the others scalar_stride apart
             const int element = load->type.bytes(), line = 64 / element;
             const int tile = int(dy.scalars.size());
             const Expr k = x / std::max(1, line / tile);  // (k % tile)'s line (k / tile)
