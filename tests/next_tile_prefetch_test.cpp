@@ -30,14 +30,8 @@ struct Case {
 };
 
 void expect_prefetched_result_matches(const Case &k) {
-    TfConv2D c;
-    c.input = k.input, c.filter = k.filter, c.padding = "VALID";
-    c.strides = {1, k.stride, k.stride, 1};
-    if (k.nchw) {
-        c.data_format = "NCHW";
-        c.input = {k.input[0], k.input[3], k.input[1], k.input[2]};
-        c.strides = {1, 1, k.stride, k.stride};
-    }
+    TfConv2D c = conv(k.input, k.filter, "VALID", k.stride, k.stride);
+    if (k.nchw) c = as_nchw(c);
     ASSERT_TRUE(infer_out_backprop(c));
     SCOPED_TRACE(describe(c));
     const int64_t dy_bytes = num_elements(c.out_backprop) * dtype_size(k.dtype);

@@ -169,6 +169,28 @@ double relative_error(const std::vector<double> &got, const std::vector<double> 
     return std::sqrt(num / den);
 }
 
+TfConv2D conv(std::vector<int64_t> input, std::vector<int64_t> filter, std::string padding, int64_t stride_h,
+              int64_t stride_w) {
+    TfConv2D c;
+    c.input = std::move(input);
+    c.filter = std::move(filter);
+    c.padding = std::move(padding);
+    c.strides = {1, stride_h, stride_w, 1};
+    return c;
+}
+
+TfConv2D as_nchw(TfConv2D c) {
+    c.data_format = "NCHW";
+    c.input = {c.input[0], c.input[3], c.input[1], c.input[2]};
+    c.strides = {1, 1, c.strides[1], c.strides[2]};
+    c.dilations = {1, 1, c.dilations[1], c.dilations[2]};
+    if (c.explicit_paddings.size() == 8) {  // (before, after) per dim: N, H, W, C -> N, C, H, W
+        const std::vector<int64_t> p = c.explicit_paddings;
+        c.explicit_paddings = {p[0], p[1], p[6], p[7], p[2], p[3], p[4], p[5]};
+    }
+    return c;
+}
+
 std::string describe(const TfConv2D &c) {
     auto list = [](const std::vector<int64_t> &v) {
         std::string s;

@@ -46,6 +46,13 @@ double relative_error(const std::vector<double> &got, const std::vector<double> 
 
 std::string describe(const TfConv2D &c);
 
+// A TF Conv2D over NHWC `input` (TF's filter [KH, KW, C_in/G, C_out]): dy's shape is left to
+// infer_out_backprop.
+TfConv2D conv(std::vector<int64_t> input, std::vector<int64_t> filter, std::string padding, int64_t stride_h,
+              int64_t stride_w);
+// The same problem with NCHW activations (strides, dilations and explicit pads permuted).
+TfConv2D as_nchw(TfConv2D c);
+
 // Where run_problem runs a call (RunOptions::device), and whether its tensors live in that
 // GPU's memory (uploaded through Halide's runtime, which libconvgrad carries) or the host's.
 struct TestDevice {

@@ -26,29 +26,6 @@ void expect_matches_reference(TfConv2D c, uint64_t seed = 7) {
     }
 }
 
-TfConv2D conv(std::vector<int64_t> input, std::vector<int64_t> filter, std::string padding, int64_t stride_h,
-              int64_t stride_w) {
-    TfConv2D c;
-    c.input = std::move(input);
-    c.filter = std::move(filter);
-    c.padding = std::move(padding);
-    c.strides = {1, stride_h, stride_w, 1};
-    return c;
-}
-
-// The same problem with NCHW activations.
-TfConv2D as_nchw(TfConv2D c) {
-    c.data_format = "NCHW";
-    c.input = {c.input[0], c.input[3], c.input[1], c.input[2]};
-    c.strides = {1, 1, c.strides[1], c.strides[2]};
-    c.dilations = {1, 1, c.dilations[1], c.dilations[2]};
-    if (c.explicit_paddings.size() == 8) {  // (before, after) per dim: N, H, W, C -> N, C, H, W
-        const std::vector<int64_t> p = c.explicit_paddings;
-        c.explicit_paddings = {p[0], p[1], p[6], p[7], p[2], p[3], p[4], p[5]};
-    }
-    return c;
-}
-
 // Checks which kernel the registry picks for `c`'s gradient named by the kernel (bwd_data_*:
 // the data gradient, bwd_weights_*: the filter gradient).
 void expect_kernel(TfConv2D c, const std::string &kernel) {
