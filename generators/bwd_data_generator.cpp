@@ -280,12 +280,7 @@ private:
         dx(s.c, s.i, s.y, s.z, s.g, s.n) = narrow(s.acc(s.i, s.g, s.n));
         s.dx = dx;
 
-        constrain_activation_strides(dy, Layout::NCG);
-        constrain_activation_strides(dx, Layout::NCG);
-        constrain_flat_plane(dy);
-        constrain_flat_plane(dx);
-        constrain_filter_strides(w, Layout::NCG);
-        w.dim(kKz).set_bounds(0, 1);
+        constrain_flat_plane_buffers(dy, dx, w);
         const FixedProblem fixed = fixed_problem();
         fixed.apply(dy, "dy");
         fixed.apply(w, "w");

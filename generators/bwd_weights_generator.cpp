@@ -5,6 +5,7 @@
 // Reads of x outside its extent are the zeros of the padding. The reduction order is fixed
 // by the schedule (no atomics), so results are deterministic run to run.
 #include "bwd_weights.h"
+#include "flat_planes.h"
 #include "next_tile_prefetch.h"
 #include "transposed_rows.h"
 #include "winograd.h"
@@ -34,6 +35,10 @@ public:
     // with x's, so the tiles, a vector of groups each, read them densely
     // (schedules/cpu_bwd_weights.cpp, runtime/src/kernel_registry.h: kStagedDyMinBytes).
     GeneratorParam<bool> staged_dy{"staged_dy", false};
+    // true: the flat-plane variant (ncg_fp: depthwise NCHW, unit strides, x and dy of one
+    // width, planes dense within each image; generators/flat_planes.h), on the runtime's
+    // flat-row views of x and dy.
+    GeneratorParam<bool> flat_planes{"flat_planes", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -45,6 +50,10 @@ public:
     void generate_variant() {
         if (winograd) {
             generate_winograd();
+            return;
+        }
+        if (flat_planes) {
+            generate_flat_planes();
             return;
         }
         auto &x = *x_;
@@ -198,6 +207,92 @@ public:
     }
 
 private:
+    // The flat-plane variant: dw[kx, ky, g] = the sum over positions p of dy's plane (and
+    // images) where x's row and column at tap (kx, ky) are inside its plane of
+    //   dy[g * P_dy + p] * x[g * P_x + p + (ky * d_y - pad_y) * W + kx * d_x - pad_x],
+    // each image's planes read as one row (generators/flat_planes.h).
+    void generate_flat_planes() {
+        auto &x = *x_;
+        auto &dy = *dy_;
+        auto &dw = *dw_;
+        if (variant_layout() != Layout::NCG || dy_broadcasts || small_groups || staged_dy ||
+            get_target().has_gpu_feature()) {
+            throw std::invalid_argument("convgrad: flat_planes is a CPU variant of layout=ncg alone");
+        }
+        const Type at = accumulator();
+        const Type bits = UInt(at.bits());
+        const std::array<AxisParams, 3> ax = axes();
+        FlatPlaneFilterStages s;
+        s.vector_lanes = get_target().natural_vector_size(at);
+        const int lanes = s.vector_lanes;
+        const Expr width = flat_row_width(x);
+        const Expr x_plane = x.dim(kG).stride(), dy_plane = dy.dim(kG).stride();
+        const Expr groups = x.dim(kG).extent();
+        const Expr vectors = (dy_plane + lanes - 1) / lanes;
+        // Each image's planes as one row, and the same read through zeros past its ends.
+        Var j("j"), n("n");
+        Func x_row("x_row"), dy_row("dy_row");
+        x_row(j, n) = widen(x(0, j, 0, 0, 0, n));
+        dy_row(j, n) = widen(dy(0, j, 0, 0, 0, n));
+        const Func x_edge = BoundaryConditions::constant_exterior(x_row, Halide::cast(at, 0), {{0, groups * x_plane}, Range()});
+        const Func dy_edge = BoundaryConditions::constant_exterior(dy_row, Halide::cast(at, 0), {{0, groups * dy_plane}, Range()});
+        s.rn = RDom(0, dy.dim(kN).extent(), "rn");
+        s.rv = RDom(0, vectors, "rv");
+        s.rl = RDom(0, lanes, "rl");
+        const Expr p = s.v * lanes + s.l;
+        const Expr offset = (s.ky * ax[1].dilation - ax[1].pad_begin) * width + s.kx * ax[0].dilation - ax[0].pad_begin;
+        const auto products = [&](const Func &xs, const Func &dys, const Expr &group) {
+            return dys(group * dy_plane + p, s.rn) * xs(group * x_plane + p + offset, s.rn);
+        };
+        // Position p of dy's plane reads x's row p / W + ky * d_y - pad_y, column p % W + ...
+        // (Row and column from a float64 quotient, as column_test's: a division by a run-time
+        // width is one per lane.)
+        const Expr row = Halide::cast<int>(floor((Halide::cast<double>(p) + Expr(0.5)) / Halide::cast<double>(width)));
+        const Expr iy = row + s.ky * ax[1].dilation - ax[1].pad_begin;
+        const Expr ix = p - row * width + s.kx * ax[0].dilation - ax[0].pad_begin;
+        s.mask = Func("mask");
+        s.mask(s.l, s.v, s.kx, s.ky) =
+            select(p < dy_plane && iy >= 0 && iy < x_plane / width && ix >= 0 && ix < width, bits.max(), Halide::cast(bits, 0));
+        const auto chain = [&](Func &part, Func &lane_sums, Func &sum, const std::string &prefix, const Func &xs,
+                               const Func &dys, const Expr &group, const Var &gv) {
+            part = Func(prefix + "part");
+            part(s.l, s.v, s.kx, s.ky, gv) = Halide::cast(at, 0);
+            part(s.l, s.v, s.kx, s.ky, gv) += products(xs, dys, group);
+            lane_sums = Func(prefix + "lanes");
+            lane_sums(s.l, s.kx, s.ky, gv) = Halide::cast(at, 0);
+            lane_sums(s.l, s.kx, s.ky, gv) +=
+                reinterpret(at, reinterpret(bits, part(s.l, s.rv, s.kx, s.ky, gv)) & s.mask(s.l, s.rv, s.kx, s.ky));
+            sum = Func(prefix + "sum");
+            sum(s.kx, s.ky, gv) = Halide::cast(at, 0);
+            sum(s.kx, s.ky, gv) += lane_sums(s.rl, s.kx, s.ky, gv);
+        };
+        chain(s.part, s.lanes, s.sum, "", x_row, dy_row, s.g, s.g);
+        chain(s.edge_part, s.edge_lanes, s.edge_sum, "edge_", x_edge, dy_edge, s.e * (groups - 1), s.e);
+        // (What the registry promises, checked once per call: a kernel called on another
+        // problem fails cleanly instead of reading the wrong positions.)
+        const Expr ok = unit_stride() && x.dim(kY).stride() == dy.dim(kY).stride() && groups >= 3 &&
+                        dy.dim(kG).extent() == groups && x.dim(kX).extent() == groups * x_plane &&
+                        dy.dim(kX).extent() == groups * dy_plane && x_plane % width == 0;
+        Var ci("ci"), co("co"), kz("kz");
+        const Expr interior = s.g >= 1 && s.g < groups - 1;
+        dw(ci, co, s.kx, s.ky, kz, s.g) = narrow(require(
+            ok,
+            select(interior, s.sum(s.kx, s.ky, clamp(s.g, 1, groups - 2)), s.edge_sum(s.kx, s.ky, select(s.g == 0, 0, 1))),
+            "convgrad: the flat-plane filter gradient takes unit strides, x and dy of one width, dense planes and 3 groups or more"));
+        s.dw = dw;
+
+        constrain_flat_plane_buffers(x, dy, dw);
+        const FixedProblem fixed = fixed_problem();
+        fixed.apply(x, "x");
+        fixed.apply(dy, "dy");
+        fixed.apply(dw, "dw");
+        s.g_extent = dw.dim(kFg).extent();
+        s.kx_extent = dw.dim(kKx).extent();
+        s.ky_extent = dw.dim(kKy).extent();
+        s.tuned = schedule_params();
+        if (!autoscheduled()) schedule_bwd_weights_cpu_flat(s, get_target());
+    }
+
     // The Winograd variant (generators/winograd.h). Tiles of dy are numbered flat over (tile
     // x, tile y, image); blocks are runs of them, chunks runs of blocks.
     void generate_winograd() {

@@ -51,6 +51,18 @@ void constrain_flat_plane(BufferLike &b) {
     b.dim(canonical::kZ).set_bounds(0, 1);
 }
 
+// A flat-plane variant's buffers: both activations channels-first with contiguous rows, seen
+// flat (y and z of extent 1), and the filter's layout, one depth tap.
+template<typename A, typename B, typename F>
+void constrain_flat_plane_buffers(A &a, B &b, F &filter) {
+    constrain_activation_strides(a, Layout::NCG);
+    constrain_activation_strides(b, Layout::NCG);
+    constrain_flat_plane(a);
+    constrain_flat_plane(b);
+    constrain_filter_strides(filter, Layout::NCG);
+    filter.dim(canonical::kKz).set_bounds(0, 1);
+}
+
 // Per position i of a flat plane of rows of `width` (x = i % width) and tap column k:
 // inside(x, k). A table computed once per call (schedules: compute_column_test): i % width
 // by a run-time width is a division per lane, so x comes from a float64 quotient instead,
@@ -65,6 +77,35 @@ inline Func column_test(const std::string &name, const Expr &width,
     return f;
 }
 
+// The filter gradient's stages (ncg_fp filter gradient: depthwise NCHW with unit strides,
+// x and dy of one width, each activation's planes dense within an image). The runtime passes
+// each activation through its flat-row view (runtime/src/halide_bridge.cpp): x's extent spans
+// an image's every plane, G * H * W, one row, and g keeps its extent G with the plane as its
+// stride, which is how the kernel learns the plane. Each of dy's planes is cut into vectors
+// of `lanes` positions; per position lane and tap, the products are summed over the images
+// with x read in place at the tap's constant offset: a vector past its plane's end, or a tap
+// past a row's, reads the neighbouring plane or row, and a per-(position, tap) mask (select
+// semantics, by bits: an infinity there must not become a NaN) keeps only the true taps'
+// sums, once per group rather than per product. The first and last groups, whose reads
+// reach past the image's row, take the same sums through a zero boundary (`edge_*`, two
+// groups).
+struct FlatPlaneFilterStages {
+    Func dw;         // output, storage type
+    Func part;       // (l, v, kx, ky, g): the sum over images of vector v's lane l, tap (kx, ky)
+    Func lanes;      // (l, kx, ky, g): part masked and summed over the vectors
+    Func sum;        // (kx, ky, g): lanes summed across the vector
+    Func edge_part, edge_lanes, edge_sum;  // the same for the first and last groups (e = 0, 1)
+    Func mask;       // (l, v, kx, ky): all ones where the position reads x inside its plane
+    Var l{"l"}, v{"v"}, kx{"kx"}, ky{"ky"}, g{"g"}, e{"e"};
+    RDom rn, rv, rl;  // images, vectors, lanes
+    int vector_lanes = 0;
+    Expr g_extent;
+    Expr kx_extent, ky_extent;
+    ScheduleParams tuned;
+    Expr square_2d(int taps) const { return kx_extent == taps && ky_extent == taps; }
+};
+
 void schedule_bwd_data_cpu_flat(FlatPlaneDataStages &s, const Target &target);
+void schedule_bwd_weights_cpu_flat(FlatPlaneFilterStages &s, const Target &target);
 
 }  // namespace convgrad::gen

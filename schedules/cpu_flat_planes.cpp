@@ -1,5 +1,6 @@
-// CPU schedule of the data gradient's flat-plane variant (ncg_fp, generators/flat_planes.h):
-// depthwise NCHW with unit strides, each (group, image) plane one flat row.
+// CPU schedules of the flat-plane variants (ncg_fp, generators/flat_planes.h): depthwise NCHW
+// with unit strides, each (group, image) plane one flat row. The data gradient's first; the
+// filter gradient's (each image's planes one row, x read in place) at the end.
 //
 // Threads own planes. A tile is `px_vectors` vectors of a plane's flat positions (the last
 // tile shifts inwards): per tap column kx, one partial sum per vector over the column's
@@ -81,6 +82,47 @@ void schedule_bwd_data_cpu_flat(FlatPlaneDataStages &s, const Target &target) {
     // The column tests (a few KB) and the filter, once per call.
     compute_column_test(s.col_ok, vec);
     s.w_local.compute_root();
+}
+
+// The filter gradient's flat-plane variant (generators/flat_planes.h: FlatPlaneFilterStages).
+// Threads own blocks of groups. Per group, per vector of dy's plane, every tap's sum over
+// the images stays in a register (3x3 and 5x5 filters: the taps unroll), each image adding
+// one load of dy and one unaligned load of x per tap; the masked sums over the plane's
+// vectors are then added across lanes.
+void schedule_bwd_weights_cpu_flat(FlatPlaneFilterStages &s, const Target &) {
+    Var g_o("g_o"), g_i("g_i");
+    const std::vector<Var> d = s.dw.args();  // (ci, co, kx, ky, kz, g)
+    // Blocks of G/16 groups, 1 to 32: 16 tasks or more a call. (mb_dw960_7, kernel alone:
+    // blocks of 32 groups 0.096-0.116 ms, of 8 0.107; in a JIT prototype 16 and 120 lost.)
+    const Expr block = clamp(s.g_extent / 16, 1, s.tuned.get("block", 32));
+    std::vector<Expr> filters = {s.square_2d(3), s.square_2d(5), Internal::const_true()};
+    for (const Expr &filter : filters) {
+        Stage st = s.dw.specialize(filter);
+        st.split(d[5], g_o, g_i, block, TailStrategy::GuardWithIf).reorder(d[0], d[1], d[2], d[3], d[4], g_i, g_o).parallel(g_o);
+    }
+    s.sum.compute_at(s.dw, g_i);
+    s.sum.update().atomic().vectorize(s.rl);
+    s.lanes.compute_at(s.dw, g_i).vectorize(s.l);
+    Stage lu = s.lanes.update();
+    lu.reorder(s.l, s.kx, s.ky, s.rv).vectorize(s.l);
+    s.part.compute_at(s.lanes, s.rv).vectorize(s.l);
+    Stage pu = s.part.update();
+    for (int taps : {3, 5}) {
+        s.lanes.specialize(s.square_2d(taps)).unroll(s.kx).unroll(s.ky);
+        lu.specialize(s.square_2d(taps)).unroll(s.kx).unroll(s.ky);
+        s.part.specialize(s.square_2d(taps)).unroll(s.kx).unroll(s.ky);
+        pu.specialize(s.square_2d(taps)).reorder(s.l, s.kx, s.ky, s.rn).vectorize(s.l).unroll(s.kx).unroll(s.ky);
+    }
+    // Other filters: a tap at a time, its sum over the images in a register.
+    pu.reorder(s.l, s.rn, s.kx, s.ky).vectorize(s.l);
+    // The first and last groups: the same sums, read through their zero boundary.
+    s.edge_sum.compute_root();
+    s.edge_sum.update().atomic().vectorize(s.rl);
+    s.edge_lanes.compute_at(s.edge_sum, s.e).vectorize(s.l);
+    s.edge_lanes.update().reorder(s.l, s.kx, s.ky, s.rv).vectorize(s.l);
+    s.edge_part.compute_at(s.edge_lanes, s.rv).vectorize(s.l);
+    s.edge_part.update().reorder(s.l, s.rn, s.kx, s.ky).vectorize(s.l);
+    s.mask.compute_root().vectorize(s.l);
 }
 
 }  // namespace convgrad::gen

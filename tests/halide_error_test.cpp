@@ -187,5 +187,34 @@ TEST(HalideErrors, FlatPlaneKernelRefusesGappedRows) {
     expect_refused(p, true, "bwd_data_f32_ncg_fp");
 }
 
+// The flat-plane filter gradient (ncg_fp) reads each image's dense planes as one row: given
+// stride 2, dy narrower than x (VALID) or 2 groups (which the registry routes to ncg), it
+// fails with a status that names it instead of reading other positions.
+TEST(HalideErrors, FlatPlaneFilterKernelRefusesOtherLayers) {
+    const auto depthwise = [](int groups) {
+        ConvProblem p = padded_3x3(groups, groups, groups, 7, 7);
+        p.batch = 4;
+        p.activation_layout = ActivationLayout::kNCX;
+        p.filter_layout = FilterLayout::kOIX;
+        return p;
+    };
+    ConvProblem strided = depthwise(8);
+    strided.strides = {2, 2, 1};
+    strided.output_size = {4, 4, 1};
+    ConvProblem valid = depthwise(8);
+    valid.pads_begin = valid.pads_end = {0, 0, 0};
+    valid.output_size = {5, 5, 1};
+    for (const ConvProblem &p : {strided, valid, depthwise(2)}) {
+        ASSERT_TRUE(validate(p).is_ok());
+        HostTensor x(input_shape(p), false), dy(output_shape(p), false), dw(filter_shape(p), false);
+        Rng rng(8);
+        x.fill(random_values(x.tensor.num_elements(), rng));
+        dy.fill(random_values(dy.tensor.num_elements(), rng));
+        const Status s = run_filter_directly(p, x, dy, dw, "bwd_weights_f32_ncg_fp");
+        EXPECT_EQ(s.code(), StatusCode::kInternal);
+        EXPECT_NE(s.message().find("bwd_weights_f32_ncg_fp"), std::string::npos) << s.message();
+    }
+}
+
 }  // namespace
 }  // namespace convgrad::test

@@ -10,6 +10,11 @@
 namespace convgrad::test {
 namespace {
 
+// A depthwise layer in NCHW: n images of c channels of h x w, a k x k filter, equal strides.
+TfConv2D depthwise_nchw(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding, int64_t stride) {
+    return as_nchw(conv({n, h, w, c}, {k, k, 1, c}, std::move(padding), stride, stride));
+}
+
 // Runs both gradients of `c` (out_backprop inferred) and compares with the reference.
 void expect_matches_reference(TfConv2D c, uint64_t seed = 7) {
     ASSERT_TRUE(infer_out_backprop(c)) << describe(c);
@@ -549,9 +554,7 @@ TEST(TfEdge, ChannelsFirstRowTiles) {
 // x-phase view), 5x5 and non-square filters, dilation, a stride the filter gradient loads
 // through gathers, and rows too narrow for a vector (channel-vector ncg).
 TEST(TfEdge, DepthwiseChannelsFirstRows) {
-    const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding, int64_t stride) {
-        return as_nchw(conv({n, h, w, c}, {k, k, 1, c}, std::move(padding), stride, stride));
-    };
+    const auto nchw = depthwise_nchw;
     const auto expect_kernels = [](const TfConv2D &c, const std::string &data, const std::string &filter) {
         expect_kernel(c, data);
         expect_kernel(c, filter);
@@ -631,10 +634,14 @@ TEST(TfEdge, DepthwiseChannelsFirstRows) {
     expect_kernels(nchw(2, 14, 14, 40, 3, "SAME", 2), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
     // Both gradients' tasks: a block of groups over a run of images (3 blocks over 7 images,
     // and 9 over 3 with a shifted last block: runs of 2, the last of 1; every image in one
-    // run: DepthwiseManyGroupsFilter's 520 and 511 groups).
-    expect_kernels(nchw(7, 7, 7, 48, 5, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg");
+    // run: DepthwiseManyGroupsFilter's 520 and 511 groups). (With 4 images or more, SAME
+    // planes of 7x7 take the flat-plane filter gradient: DepthwiseFlatPlanesFilter. VALID
+    // ones, dy narrower than x, stay on ncg.)
+    expect_kernels(nchw(7, 7, 7, 48, 5, "SAME", 1), "bwd_data_f32_ncg", "bwd_weights_f32_ncg_fp");
+    expect_kernel(nchw(7, 11, 11, 48, 5, "VALID", 1), "bwd_weights_f32_ncg");
     for (int64_t k : {3, 5}) {
         expect_matches_reference(nchw(7, 7, 7, 48, k, "SAME", 1));
+        expect_matches_reference(nchw(7, 11, 11, 48, k, "VALID", 1));
         expect_matches_reference(nchw(3, 7, 7, 136, k, "SAME", 1));
     }
 }
@@ -776,7 +783,7 @@ TEST(TfEdge, PointwiseFlattened) {
 // x's padding on one side.
 TEST(TfEdge, DepthwiseFlatPlanes) {
     const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding) {
-        return as_nchw(conv({n, h, w, c}, {k, k, 1, c}, std::move(padding), 1, 1));
+        return depthwise_nchw(n, h, w, c, k, std::move(padding), 1);
     };
     expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_data_f32_ncg_fp");
     expect_kernel(nchw(2, 8, 8, 5, 3, "SAME"), "bwd_weights_f32_ncg");
@@ -820,6 +827,102 @@ TEST(TfEdge, DepthwiseFlatPlanes) {
     expect_matches_reference(one_side);
 }
 
+// Depthwise NCHW filter gradients with unit strides, x and dy of one width and dense planes,
+// on small planes (at most kFlatFilterPlaneMax positions) over 4 images or more: the
+// flat-plane kernel, each image's planes one row read in place (generators/flat_planes.h).
+// Planes of one vector (4x4) to kFlatFilterPlaneMax (16x16) and just over it, partial last
+// vectors (7x7: 49 of 64 lanes), 3 groups (only one interior group: the first and last read
+// through zeros) and 2 (ncg), 3 images (ncg) and 4, group counts around the tasks' blocks
+// (G/16, at most 32), 3x3 and 5x5 filters (taps unrolled), dilated, 1x3 and 2x2 ones (taps
+// at run time), explicit padding with dy shorter than x and all of it on one side, an image
+// stride of 4 KB (ncg: kernel_registry.h, kFlatFilterAliasBytes), float64.
+TEST(TfEdge, DepthwiseFlatPlanesFilter) {
+    const auto nchw = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, std::string padding) {
+        return depthwise_nchw(n, h, w, c, k, std::move(padding), 1);
+    };
+    expect_kernel(nchw(4, 7, 7, 40, 3, "SAME"), "bwd_weights_f32_ncg_fp");
+    expect_kernel(nchw(3, 7, 7, 40, 3, "SAME"), "bwd_weights_f32_ncg");
+    expect_kernel(nchw(4, 7, 7, 3, 3, "SAME"), "bwd_weights_f32_ncg_fp");
+    expect_kernel(nchw(4, 7, 7, 2, 3, "SAME"), "bwd_weights_f32_ncg");
+    expect_kernel(nchw(4, 4, 4, 5, 3, "SAME"), "bwd_weights_f32_ncg_fp");
+    expect_kernel(nchw(4, 16, 16, 5, 3, "SAME"), "bwd_weights_f32_ncg_fp");
+    expect_kernel(nchw(4, 16, 17, 5, 3, "SAME"), "bwd_weights_f32_ncg");
+    expect_kernel(nchw(4, 8, 8, 16, 3, "SAME"), "bwd_weights_f32_ncg");  // 16 planes of 256 bytes: 4 KB
+    expect_kernel(nchw(4, 7, 9, 5, 3, "VALID"), "bwd_weights_f32_ncg");  // dy narrower than x
+    for (const auto &[h, w] : std::vector<std::pair<int64_t, int64_t>>{{4, 4}, {7, 7}, {5, 13}, {1, 40}, {10, 10}, {16, 16}}) {
+        for (int64_t groups : {3, 5, 40, 97}) expect_matches_reference(nchw(4, h, w, groups, 3, "SAME"));
+        if (h >= 5) expect_matches_reference(nchw(5, h, w, 6, 5, "SAME"));
+        TfConv2D dilated = nchw(4, h, w, 6, 3, "SAME");
+        dilated.dilations = {1, 1, 2, 2};
+        expect_matches_reference(dilated);
+        TfConv2D row = nchw(4, h, w, 6, 3, "SAME");
+        row.filter = {1, 3, 1, 6};
+        expect_matches_reference(row);
+        expect_matches_reference(nchw(4, h, w, 6, 2, "SAME"));
+    }
+    TfConv2D shorter = nchw(4, 12, 12, 6, 3, "EXPLICIT");
+    shorter.explicit_paddings = {0, 0, 0, 0, 0, 0, 1, 1};  // NCHW: dy 10 rows of 12
+    expect_kernel(shorter, "bwd_weights_f32_ncg_fp");
+    expect_matches_reference(shorter);
+    TfConv2D one_side = nchw(4, 12, 12, 6, 3, "EXPLICIT");
+    one_side.explicit_paddings = {0, 0, 0, 0, 2, 0, 0, 2};
+    expect_kernel(one_side, "bwd_weights_f32_ncg_fp");
+    expect_matches_reference(one_side);
+    expect_matches_reference(nchw(8, 7, 7, 960, 3, "SAME"));  // MobileNet's last depthwise layer
+    // float32 and float64 on tensors aligned as frameworks allocate them and one element into
+    // their storage (no vector of x or dy aligned).
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+        TfConv2D c = nchw(4, 7, 7, 40, 3, "SAME");
+        ASSERT_TRUE(infer_out_backprop(c));
+        tf::ConvAttrs attrs{c.strides, c.dilations, c.padding, c.explicit_paddings, c.data_format};
+        Result<ConvProblem> p = tf::conv2d_backprop_filter(attrs, c.input, c.filter, c.out_backprop, dtype);
+        ASSERT_TRUE(p.is_ok()) << p.status.message();
+        Rng rng(3);
+        const auto x = random_values(num_elements(c.input), rng), dy = random_values(num_elements(c.out_backprop), rng);
+        const auto ref = backprop_filter(c, x, dy);
+        const bool f64 = dtype == DType::kFloat64;
+        EXPECT_EQ(run_problem(p.value, Direction::kBackwardWeights, x, dy, false).kernel,
+                  f64 ? "bwd_weights_f64_ncg_fp" : "bwd_weights_f32_ncg_fp");
+        expect_matches_at_offsets(p.value, Direction::kBackwardWeights, x, dy, ref, f64 ? 1e-12 : 1e-5);
+    }
+}
+
+// Where the reference is finite (the sums no infinity reaches, most of them), the result is
+// finite and matches it.
+void expect_finite_sums_match(const std::vector<double> &result, const std::vector<double> &ref) {
+    ASSERT_EQ(result.size(), ref.size());
+    int finite = 0;
+    for (size_t i = 0; i < ref.size(); i++) {
+        if (!std::isfinite(ref[i])) continue;
+        finite++;
+        EXPECT_TRUE(std::isfinite(result[i])) << "element " << i;
+        EXPECT_NEAR(result[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << "element " << i;
+    }
+    EXPECT_GT(finite, static_cast<int>(ref.size()) / 2);
+}
+
+// The flat-plane filter gradient reads past each row's end and each plane's (its last vector,
+// and the taps' offsets) into the neighbouring row or plane, and masks those sums away by
+// select: infinities there must not reach the sums they do not belong to. Infinities in x's
+// last column of a row, x's last position of a plane (the next plane's first row reads it)
+// and dy's first position of a plane (the previous plane's last vector reads it).
+TEST(TfEdge, DepthwiseFlatPlanesFilterNeighboursStayOut) {
+    TfConv2D c = as_nchw(conv({4, 7, 7, 6}, {3, 3, 1, 6}, "SAME", 1, 1));
+    ASSERT_TRUE(infer_out_backprop(c));
+    expect_kernel(c, "bwd_weights_f32_ncg_fp");
+    Rng rng(5);
+    auto x = random_values(num_elements(c.input), rng), dy = random_values(num_elements(c.out_backprop), rng);
+    const int64_t width = 7, plane = 49, inf_groups = 6;
+    const double inf = std::numeric_limits<double>::infinity();
+    x[1 * plane + 3 * width + width - 1] = inf;  // image 0, group 1, row 3's last pixel
+    x[(inf_groups + 2) * plane + plane - 1] = inf;   // image 1, group 2's last pixel
+    dy[(2 * inf_groups + 4) * plane] = inf;          // image 2, group 4's first pixel
+    const auto ref = backprop_filter(c, x, dy);
+    const TfRunResult r = run_tf(c, false, x, dy, false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    expect_finite_sums_match(r.result, ref);
+}
+
 // A flat-plane tap that crosses a row's end reads the neighbouring row's pixel, and the
 // data gradient's kernel selects it away: an infinity there must not reach the sums it does
 // not belong to (as NaN, 0 * inf, had a 0/1 column mask multiplied it). An infinity in dy's
@@ -845,15 +948,7 @@ TEST(TfEdge, DepthwiseFlatPlanesRowEndsStayOut) {
         const auto ref = input_grad ? backprop_input(c, w, dy_inf) : backprop_filter(c, x, dy);
         const TfRunResult r = run_tf(c, input_grad, input_grad ? w : x, input_grad ? dy_inf : dy, false);
         ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-        ASSERT_EQ(r.result.size(), ref.size());
-        int finite = 0;
-        for (size_t i = 0; i < ref.size(); i++) {
-            if (!std::isfinite(ref[i])) continue;
-            finite++;
-            EXPECT_TRUE(std::isfinite(r.result[i])) << "element " << i;
-            EXPECT_NEAR(r.result[i], ref[i], 1e-4 * (1 + std::fabs(ref[i]))) << "element " << i;
-        }
-        EXPECT_GT(finite, static_cast<int>(ref.size()) / 2);  // the infinities reach few sums
+        expect_finite_sums_match(r.result, ref);
     }
 }
 

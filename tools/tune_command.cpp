@@ -43,7 +43,7 @@ using nlohmann::json;
 // The candidates of a variant's schedule parameters ("" = the schedules' defaults, always
 // first). The grids span the register-tile shapes that fit this path's 32 (AVX-512, NEON) or
 // 16 vector registers (schedules/register_file.h), the depthwise filter gradient's row
-// chunks, and the Winograd kernels' blocks of tiles.
+// chunks (and the flat-plane one's groups per task), and the Winograd kernels' blocks of tiles.
 std::vector<std::string> candidates(const std::string &variant, const std::string &isa) {
     std::vector<std::string> out = {""};
     const bool data = variant.rfind("bwd_data", 0) == 0;
@@ -64,6 +64,9 @@ std::vector<std::string> candidates(const std::string &variant, const std::strin
         // Tiles per block, and chunks reduced in parallel.
         for (int tiles : {16, 64}) out.push_back(q("wg_tiles", tiles));
         for (int chunks : {2, 8}) out.push_back(q("wg_chunks", chunks));
+    } else if (v.flat_planes && !data) {
+        // Groups per task (the default 32, at most G/16).
+        for (int groups : {8, 16, 64}) out.push_back(q("block", groups));
     } else if (data && pixel_vectors) {
         for (int v : {2, 3, 6}) out.push_back(q("px_vectors", v));
     } else if (data && depthwise) {

@@ -95,16 +95,18 @@ halide_type_t halide_type(DType t, Device kernel_device) {
 // How a kernel sees an activation: the canonical 6-D view, the 7-D x-phase view of
 // canonical.h (x = 2q + p; the registry checked that x's extent is even), or the flat view
 // of generators/flat_planes.h (x spans the plane, y has extent 1 and the row width as its
-// stride; the registry checked that rows are contiguous).
-enum class ViewShape { kCanonical, kXPhases, kFlatPlane };
+// stride; the registry checked that rows are contiguous), or its flat-row view (the filter
+// gradient's: x spans the image's every plane, g keeps its extent and the plane as its
+// stride; the registry checked that planes are dense).
+enum class ViewShape { kCanonical, kXPhases, kFlatPlane, kFlatRow };
 
 // The shape of argument `arg` (0, 1: the inputs; 2: the result) for kernel `k`: the data
 // gradient's dx is its x-phase view in the x-phase variants; the flat-plane variants see
-// both activations (dy and dx, or x and dy) flat.
+// both activations (dy and dx, or x and dy) flat, the filter gradient's as rows of planes.
 ViewShape view_shape(const KernelEntry &k, int arg) {
     const bool data = k.direction == Direction::kBackwardData;
     const bool activation = data ? arg != 1 : arg != 2;
-    if (k.needs.flat_planes && activation) return ViewShape::kFlatPlane;
+    if (k.needs.flat_planes && activation) return data ? ViewShape::kFlatPlane : ViewShape::kFlatRow;
     if (k.needs.x_phases && arg == 2) return ViewShape::kXPhases;
     return ViewShape::kCanonical;
 }
@@ -116,9 +118,12 @@ halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims, Devi
     // Rows that are not contiguous have no flat view: such a view (a kernel called directly,
     // bypassing the registry) stays canonical, and the kernel's assertion on y's extent fails
     // with an error status instead of reading the plane with the wrong row width.
-    if (shape == ViewShape::kFlatPlane && (v.stride[canonical::kX] != 1 || !spatial_dims_nest(v))) {
-        shape = ViewShape::kCanonical;
-    }
+    const bool flat_requested = shape == ViewShape::kFlatPlane || shape == ViewShape::kFlatRow;
+    if (flat_requested && (v.stride[canonical::kX] != 1 || !spatial_dims_nest(v))) shape = ViewShape::kCanonical;
+    // (Planes that are not dense have no flat-row view: the kernel's check on x's extent fails.)
+    const int64_t plane = v.extent[canonical::kX] * v.extent[canonical::kY];
+    if (shape == ViewShape::kFlatRow && v.stride[canonical::kG] != plane) shape = ViewShape::kCanonical;
+    const bool flat = shape == ViewShape::kFlatPlane || shape == ViewShape::kFlatRow;
     int n = 0;
     for (int d = 0; d < 6; d++) {
         const auto extent = static_cast<int32_t>(v.extent[d]), stride = static_cast<int32_t>(v.stride[d]);
@@ -127,7 +132,9 @@ halide_buffer_t to_halide(const CanonicalView &v, halide_dimension_t *dims, Devi
             dims[n++] = halide_dimension_t(0, 2, stride);               // p
         } else if (shape == ViewShape::kFlatPlane && d == canonical::kX) {
             dims[n++] = halide_dimension_t(0, extent * static_cast<int32_t>(v.extent[canonical::kY]), stride);
-        } else if (shape == ViewShape::kFlatPlane && d == canonical::kY) {
+        } else if (shape == ViewShape::kFlatRow && d == canonical::kX) {
+            dims[n++] = halide_dimension_t(0, static_cast<int32_t>(plane * v.extent[canonical::kG]), stride);
+        } else if (flat && d == canonical::kY) {
             dims[n++] = halide_dimension_t(0, 1, static_cast<int32_t>(v.extent[canonical::kX]));
         } else {
             dims[n++] = halide_dimension_t(0, extent, stride);

@@ -30,7 +30,8 @@ struct LayoutRequirement {
                                  // per group; filter gradient, pairs of kSmallGroupPairChannels
     bool flat_planes = false;    // ncg_fp: 2-D, unit strides, both activations' planes of one
                                  // width with contiguous rows; passed through their flat views
-                                 // (generators/flat_planes.h)
+                                 // (generators/flat_planes.h; the filter gradient's: each
+                                 // image's dense planes one row, kFlatFilterPlaneMax below)
     bool channel_slabs = false;  // nxc_cs, ncx_cs: dx channels per group a multiple of kChannelSlab
     bool dy_broadcasts = false;  // ncx_db: pointwise, at least kDyBroadcastMinChannels x channels
                                  // per group and as many dy channels
@@ -62,14 +63,37 @@ constexpr int64_t kPixelVectorMaxTileBytes = 64 * 1024;
 // 0.100 / 0.092, 5x5 0.009 / 0.015, 4x4 0.079 / 0.119; 200x200 (16 groups) 4.6 / 5.2 is left
 // to ncg with the other large planes.
 // A 5x5 filter on 7x7 planes ran 1.08 / 0.66, a 7x7 one on 56x56 9.4 / 5.7. (The filter
-// gradient had flat-plane and row-vector variants too: since ncg's transposing copies work
-// in 128-bit lanes, ncg ran them 1.6-1.8x faster, every suite shape: thirty-sixth session.
-// So did the data gradient's unit-stride row-vector ncg_px, 1.2-7x slower than ncg.)
+// gradient had flat-plane and row-vector variants too, with each plane copied and every load
+// masked: since ncg's transposing copies work in 128-bit lanes, ncg ran them 1.6-1.8x faster,
+// every suite shape: thirty-sixth session. Its flat-plane kernel now reads x in place:
+// kFlatFilterPlaneMax below. The data gradient's unit-stride row-vector ncg_px ran 1.2-7x
+// slower than ncg.)
 constexpr int kFlatPlaneMin = 64;
 constexpr int kFlatPlaneMax = 1024;
 constexpr int kFlatPlaneMinSmallFilter = 16;
 constexpr int kFlatSmallPlaneMax = 25;
 constexpr int kFlatSmallPlaneTaps = 9;
+// The flat-plane filter gradient (ncg_fp: each image's planes one row, x read in place,
+// generators/flat_planes.h) takes dy planes of at most kFlatFilterPlaneMax positions over at
+// least kFlatFilterMinImages images: there its sums over the images amortise each group's
+// masked sums across lanes. Kernel alone on the Zen 4 (AVX-512, 3x3, ms, ncg_fp / ncg; bench/
+// RESULTS.md, forty-third session): 7x7 planes, 960 groups, batch 8 0.100 / 0.157, batch 1
+// 0.030 / 0.033; 10x10 (256, batch 4) 0.029 / 0.034; 14x14 (576 / 500 groups, batch 8)
+// 0.192 / 0.257, 0.176 / 0.230, batch 2 0.067 / 0.061, batch 1 0.040 / 0.034; 16x16 (256
+// groups) 0.126 / 0.130; 28x28 ties (200 groups: 0.25 / 0.25), and larger planes lose
+// (56x56 2.0 / 1.25, 112x112 1.9 / 0.97: each image a stream of its own, 16 at once). Nor
+// where an image's planes span a multiple of 4 KB (kFlatFilterAliasBytes): then the 2N lines a
+// step reads (x's and dy's, one per image) fall into one L1 set (8 ways) and are evicted
+// before the next step reuses them (14x14 over 512 groups 0.199 / 0.190; 28x28 over 192
+// groups 0.42 in a prototype against 0.22 over 200).
+// The kernel's vectors of a plane (at most kFlatFilterVectorLanes lanes: AVX-512 float32)
+// read up to a vector past the plane's end, and each tap up to its offset past that, from
+// the next plane: the registry takes only planes that leave those reads inside the image's
+// row for every group but the last, which the kernel reads through zeros, as the first.
+constexpr int kFlatFilterPlaneMax = 256;
+constexpr int kFlatFilterMinImages = 4;
+constexpr int64_t kFlatFilterAliasBytes = 4096;
+constexpr int kFlatFilterVectorLanes = 16;
 // The small-group variant (nxc_sg) stages dy with this many slots per pixel (generators/bwd_data.h)
 // and takes fewer dy channels per group: with 16 over 16 dx channels it measured 0.87-0.98x nxc.
 // Its x86 tiles hold pairs of groups, so it takes an even number of groups.

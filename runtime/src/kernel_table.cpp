@@ -99,6 +99,39 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     return tiled <= kWinogradMaxOvercompute * w * h;
 }
 
+// The flat-plane filter gradient's problems (kernel_registry.h: kFlatFilterPlaneMax): 2-D,
+// unit strides, x (act0) and dy (act1) of one row width with contiguous rows and dense planes
+// (each image's planes one row), 3 groups or more (the first and last are read through
+// zeros), small planes over enough images, no 4 KB image stride, and every vector's reads
+// (kFlatFilterVectorLanes positions, each tap's offset on) inside the next plane.
+bool flat_filter_fits(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
+    using canonical::kY;
+    using canonical::kZ;
+    using canonical::kN;
+    if (p.spatial_rank > 2 || p.groups < 3 || x.extent[kX] != dy.extent[kX]) return false;
+    for (int a = 0; a < p.spatial_rank; a++) {
+        if (p.strides[a] != 1) return false;
+    }
+    const int64_t bytes = dtype_size(p.dtype);
+    for (const CanonicalView *v : {&x, &dy}) {
+        const int64_t plane = v->extent[kX] * v->extent[kY];
+        if (v->stride[kX] != 1 || !spatial_dims_nest(*v) || v->extent[kZ] != 1 || v->stride[kG] != plane) return false;
+        if (v->extent[kN] > 1 && (v->stride[kN] * bytes) % kFlatFilterAliasBytes == 0) return false;
+    }
+    const int64_t width = dy.extent[kX], x_plane = x.extent[kX] * x.extent[kY], dy_plane = dy.extent[kX] * dy.extent[kY];
+    if (dy_plane > kFlatFilterPlaneMax || dy.extent[kN] < kFlatFilterMinImages) return false;
+    // Taps' offsets in the flat plane: (ky * d_y - pad_y) * W + kx * d_x - pad_x (axes
+    // innermost first in ConvProblem: x is the last).
+    const int ax = p.spatial_rank - 1, ay = p.spatial_rank - 2;
+    const int64_t dx_ = p.dilations[ax], dy_ = ay >= 0 ? p.dilations[ay] : 1;
+    const int64_t px = p.pads_begin[ax], py = ay >= 0 ? p.pads_begin[ay] : 0;
+    const int64_t ky_last = ay >= 0 ? p.kernel_size[ay] - 1 : 0, kx_last = p.kernel_size[ax] - 1;
+    const int64_t off_min = -py * width - px;
+    const int64_t off_max = (ky_last * dy_ - py) * width + kx_last * dx_ - px;
+    const int64_t span = (dy_plane + kFlatFilterVectorLanes - 1) / kFlatFilterVectorLanes * kFlatFilterVectorLanes;
+    return x_plane + off_min >= 0 && span <= 2 * dy_plane && span + off_max <= 2 * x_plane;
+}
+
 }  // namespace
 
 const std::vector<KernelEntry> &kernel_table() {
@@ -168,7 +201,8 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     // strides, both planes of one width, rows contiguous (the flat view's requirement), and
     // planes (dx's) of kFlatPlaneMin to kFlatPlaneMax positions, or with at most
     // kFlatSmallPlaneTaps taps, kFlatPlaneMinSmallFilter to kFlatSmallPlaneMax.
-    if (needs.flat_planes) {
+    if (needs.flat_planes && d == Direction::kBackwardWeights && !flat_filter_fits(p, act0, act1)) return false;
+    if (needs.flat_planes && d == Direction::kBackwardData) {
         if (p.spatial_rank > 2) return false;
         for (int a = 0; a < p.spatial_rank; a++) {
             if (p.strides[a] != 1) return false;

@@ -53,9 +53,9 @@ struct KernelVariant {
         return v;
     }
 
-    // The generator params (`key=value`) after dtype; both generators take small_groups and
-    // winograd, only the data gradient's takes x_phases, channel_slabs, pointwise,
-    // pixel_vectors and flat_planes, only the filter gradient's dy_broadcasts and staged_dy.
+    // The generator params (`key=value`) after dtype; both generators take small_groups,
+    // winograd and flat_planes, only the data gradient's takes x_phases, channel_slabs,
+    // pointwise and pixel_vectors, only the filter gradient's dy_broadcasts and staged_dy.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
@@ -66,7 +66,7 @@ struct KernelVariant {
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
         if (!data) out.push_back(std::string("staged_dy=") + (staged_dy ? "true" : "false"));
         if (data) out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
-        if (data) out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
+        out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
         return out;
     }
 };
@@ -85,7 +85,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg_sd", "nxg", "ncg", "nxc_wg", "nxc_sg", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx", "any"};
+    else order = {"nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
