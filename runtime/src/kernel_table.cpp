@@ -2,7 +2,7 @@
 // (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: the filter gradient's
 // nxg_sd for large dy, nxg with groups
-// contiguous, the data gradient's ncg_fp, and ncg, with rows contiguous), the
+// contiguous, ncg_fp for flat planes, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
 // small groups, nxc_cs for whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw
 // for pointwise data gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_sg for the filter
