@@ -77,10 +77,10 @@ constexpr int kFlatSmallPlaneTaps = 9;
 // generators/flat_planes.h) takes dy planes of at most kFlatFilterPlaneMax positions over at
 // least kFlatFilterMinImages images: there its sums over the images amortise each group's
 // masked sums across lanes. Kernel alone on the Zen 4 (AVX-512, 3x3, ms, ncg_fp / ncg; bench/
-// RESULTS.md, forty-third session): 7x7 planes, 960 groups, batch 8 0.100 / 0.157, batch 1
-// 0.030 / 0.033; 10x10 (256, batch 4) 0.029 / 0.034; 14x14 (576 / 500 groups, batch 8)
-// 0.192 / 0.257, 0.176 / 0.230, batch 2 0.067 / 0.061, batch 1 0.040 / 0.034; 16x16 (256
-// groups) 0.126 / 0.130; 28x28 ties (200 groups: 0.25 / 0.25), and larger planes lose
+// RESULTS.md, forty-third session): 7x7 planes, 960 groups, batch 8 0.098 / 0.129, batch 4
+// 0.056-0.064 / 0.071-0.073, batch 1 0.030 / 0.033; 10x10 (256, batch 4) 0.026 / 0.055;
+// 14x14 (576 groups, batch 8) 0.175 / 0.208-0.221, batch 2 0.067 / 0.061, batch 1 0.040 /
+// 0.034; 16x16 (200 groups) 0.087 / 0.095-0.117; 28x28 ties (200 groups: 0.25 / 0.25), and larger planes lose
 // (56x56 2.0 / 1.25, 112x112 1.9 / 0.97: each image a stream of its own, 16 at once). Nor
 // where an image's planes span a multiple of 4 KB (kFlatFilterAliasBytes): then the 2N lines a
 // step reads (x's and dy's, one per image) fall into one L1 set (8 ways) and are evicted

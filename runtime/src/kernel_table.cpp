@@ -120,8 +120,8 @@ bool flat_filter_fits(const ConvProblem &p, const CanonicalView &x, const Canoni
     }
     const int64_t width = dy.extent[kX], x_plane = x.extent[kX] * x.extent[kY], dy_plane = dy.extent[kX] * dy.extent[kY];
     if (dy_plane > kFlatFilterPlaneMax || dy.extent[kN] < kFlatFilterMinImages) return false;
-    // Taps' offsets in the flat plane: (ky * d_y - pad_y) * W + kx * d_x - pad_x (axes
-    // innermost first in ConvProblem: x is the last).
+    // Taps' offsets in the flat plane: (ky * d_y - pad_y) * W + kx * d_x - pad_x
+    // (ConvProblem's spatial axes run outermost first: x is the last).
     const int ax = p.spatial_rank - 1, ay = p.spatial_rank - 2;
     const int64_t dx_ = p.dilations[ax], dy_ = ay >= 0 ? p.dilations[ay] : 1;
     const int64_t px = p.pads_begin[ax], py = ay >= 0 ? p.pads_begin[ay] : 0;
