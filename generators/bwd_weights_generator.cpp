@@ -223,8 +223,7 @@ private:
         const Type bits = UInt(at.bits());
         const std::array<AxisParams, 3> ax = axes();
         FlatPlaneFilterStages s;
-        s.vector_lanes = get_target().natural_vector_size(at);
-        const int lanes = s.vector_lanes;
+        const int lanes = get_target().natural_vector_size(at);
         const Expr width = flat_row_width(x);
         const Expr x_plane = x.dim(kG).stride(), dy_plane = dy.dim(kG).stride();
         const Expr groups = x.dim(kG).extent();
@@ -245,9 +244,7 @@ private:
             return dys(group * dy_plane + p, s.rn) * xs(group * x_plane + p + offset, s.rn);
         };
         // Position p of dy's plane reads x's row p / W + ky * d_y - pad_y, column p % W + ...
-        // (Row and column from a float64 quotient, as column_test's: a division by a run-time
-        // width is one per lane.)
-        const Expr row = Halide::cast<int>(floor((Halide::cast<double>(p) + Expr(0.5)) / Halide::cast<double>(width)));
+        const Expr row = flat_plane_row(p, width);
         const Expr iy = row + s.ky * ax[1].dilation - ax[1].pad_begin;
         const Expr ix = p - row * width + s.kx * ax[0].dilation - ax[0].pad_begin;
         s.mask = Func("mask");

@@ -63,17 +63,21 @@ void constrain_flat_plane_buffers(A &a, B &b, F &filter) {
     filter.dim(canonical::kKz).set_bounds(0, 1);
 }
 
+// The row of position i of a flat plane of rows of `width` (i / width), for tables computed
+// once per call: a division by a run-time width is one per lane, so the row comes from a
+// float64 quotient instead, exact for any plane below 2^40 positions (the +0.5 keeps exact
+// multiples off the floor's edge).
+inline Expr flat_plane_row(const Expr &i, const Expr &width) {
+    return Halide::cast<int>(floor((Halide::cast<double>(i) + Expr(0.5)) / Halide::cast<double>(width)));
+}
+
 // Per position i of a flat plane of rows of `width` (x = i % width) and tap column k:
-// inside(x, k). A table computed once per call (schedules: compute_column_test): i % width
-// by a run-time width is a division per lane, so x comes from a float64 quotient instead,
-// exact for any plane below 2^40 positions (the +0.5 keeps exact multiples off the floor's
-// edge).
+// inside(x, k). A table computed once per call (schedules: compute_column_test).
 inline Func column_test(const std::string &name, const Expr &width,
                         const std::function<Expr(const Expr &x, const Expr &k)> &inside) {
     Func f(name);
     Var i("i"), k("k");
-    const Expr row = Halide::cast<int>(floor((Halide::cast<double>(i) + Expr(0.5)) / Halide::cast<double>(width)));
-    f(i, k) = inside(i - row * width, k);
+    f(i, k) = inside(i - flat_plane_row(i, width) * width, k);
     return f;
 }
 
@@ -82,7 +86,7 @@ inline Func column_test(const std::string &name, const Expr &width,
 // each activation through its flat-row view (runtime/src/halide_bridge.cpp): x's extent spans
 // an image's every plane, G * H * W, one row, and g keeps its extent G with the plane as its
 // stride, which is how the kernel learns the plane. Each of dy's planes is cut into vectors
-// of `lanes` positions; per position lane and tap, the products are summed over the images
+// of the target's natural width; per position lane and tap, the products are summed over the images
 // with x read in place at the tap's constant offset: a vector past its plane's end, or a tap
 // past a row's, reads the neighbouring plane or row, and a per-(position, tap) mask (select
 // semantics, by bits: an infinity there must not become a NaN) keeps only the true taps'
@@ -98,7 +102,6 @@ struct FlatPlaneFilterStages {
     Func mask;       // (l, v, kx, ky): all ones where the position reads x inside its plane
     Var l{"l"}, v{"v"}, kx{"kx"}, ky{"ky"}, g{"g"}, e{"e"};
     RDom rn, rv, rl;  // images, vectors, lanes
-    int vector_lanes = 0;
     Expr g_extent;
     Expr kx_extent, ky_extent;
     ScheduleParams tuned;
