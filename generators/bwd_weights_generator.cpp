@@ -39,6 +39,10 @@ public:
     // width, planes dense within each image; generators/flat_planes.h), on the runtime's
     // flat-row views of x and dy.
     GeneratorParam<bool> flat_planes{"flat_planes", false};
+    // true: the plain-x variant (nxc_xp, ncx_xp: few products per element of x, e.g. stride-2
+    // 3x3 layers): x staged as it is, without the blocks of the tile's channels (x_blocks),
+    // whose copy those layers do not pay back (runtime/src/kernel_registry.h: kPlainXMaxProducts).
+    GeneratorParam<bool> plain_x{"plain_x", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -72,6 +76,10 @@ public:
         }
         if (staged_dy && (variant_layout() != Layout::NXG || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: staged_dy is a CPU variant of layout=nxg alone");
+        }
+        if (plain_x && ((variant_layout() != Layout::NXC && variant_layout() != Layout::NCX) || small_groups ||
+                        dy_broadcasts || get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: plain_x is a CPU variant of layout=nxc or ncx alone");
         }
         if (small_groups && bt.bits() == 16) {
             throw std::invalid_argument("convgrad: small_groups is a variant for native float types");
@@ -109,7 +117,7 @@ public:
         // (ncx_sg: its pairs' copies, per chunk, cpu_bwd_weights.cpp.)
         s.rows_pass = ncx_rows_pass(bt);
         const bool dense = variant_layout() == Layout::NXC || (variant_layout() == Layout::NCX && !dy_broadcasts);
-        if (dense && !pairs && bt.bits() != 16 && cpu_schedule) {
+        if (dense && !pairs && !plain_x && bt.bits() != 16 && cpu_schedule) {
             Var ci_i("ci_i"), ci_o("ci_o"), c, x_, y, z, g, n;
             const int b = BwdWeightsStages::ci_tile(schedule_params(), get_target());
             s.x_block = b;

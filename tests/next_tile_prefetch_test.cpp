@@ -6,7 +6,7 @@
 // reference, on the kernel named (a test of the registry's choice too).
 // Filter gradients: NHWC (nxc: the next co block's lines of each pixel) 64 -> 256 channels,
 // ragged channel counts (40 -> 96: partial last blocks, the last co block's prefetch past
-// the pixel), a 1x1 stride-2 projection, a 2x2 filter (only the first tap prefetches),
+// the pixel), a 1x1 stride-2 projection (nxc_xp: x staged plainly), a 2x2 filter (only the first tap prefetches),
 // float64; NCHW (ncx_db: dy's channels broadcast, the next co block's rows) 64 -> 256,
 // ragged, float64. Pointwise data gradients: NHWC (nxc_pw: dy's pixels broadcast, the next
 // block's pixels) 256 -> 64 and 256 -> 128 (two blocks of dx channels), float64; NCHW
@@ -58,7 +58,7 @@ TEST(NextTilePrefetch, GradientsOfLargeDy) {
     std::vector<Case> cases = {
         {{2, 72, 72, 64}, {1, 1, 64, 256}, 1, f32, false, "bwd_weights_f32_nxc"},    // dy 10.1 MiB
         {{4, 75, 75, 40}, {1, 1, 40, 96}, 1, f32, false, "bwd_weights_f32_nxc"},     // ragged blocks, dy 8.2 MiB
-        {{3, 112, 112, 64}, {1, 1, 64, 256}, 2, f32, false, "bwd_weights_f32_nxc"},  // stride 2, dy 9.2 MiB
+        {{3, 112, 112, 64}, {1, 1, 64, 256}, 2, f32, false, "bwd_weights_f32_nxc_xp"},  // stride 2, dy 9.2 MiB (x 9.2 MiB, 64 products per element: plain x)
         {{2, 131, 131, 16}, {2, 2, 16, 64}, 1, f32, false, "bwd_weights_f32_nxc"},   // 2x2 taps, dy 8.3 MiB
         {{1, 72, 72, 64}, {1, 1, 64, 256}, 1, f64, false, "bwd_weights_f64_nxc"},    // float64, dy 10.1 MiB
         {{2, 72, 72, 64}, {1, 1, 64, 256}, 1, f32, true, "bwd_weights_f32_ncx_db"},  // NCHW

@@ -923,6 +923,38 @@ TEST(TfEdge, DepthwiseFlatPlanesFilterNeighboursStayOut) {
     expect_finite_sums_match(r.result, ref);
 }
 
+// Dense filter gradients with few products per element of a large x (its group's dy channels
+// times the taps over the strides' product, at most kPlainXMaxProducts; x of kPlainXMinBytes
+// or more) take the plain-x kernels (nxc_xp, ncx_xp: x staged without the tile's channel
+// blocks): stride-2 3x3 layers in both layouts, float32 and float64, tensors aligned and one
+// element into their storage; the rule's edges name the kernels on either side.
+TEST(TfEdge, PlainXFilterGradient) {
+    for (bool nchw : {false, true}) {
+        TfConv2D c = conv({2, 64, 64, 128}, {3, 3, 128, 64}, "SAME", 2, 2);  // 4 MB of float32 x, 144 products
+        if (nchw) c = as_nchw(c);
+        ASSERT_TRUE(infer_out_backprop(c));
+        SCOPED_TRACE(describe(c));
+        tf::ConvAttrs attrs{c.strides, c.dilations, c.padding, c.explicit_paddings, c.data_format};
+        Rng rng(5);
+        const auto x = random_values(num_elements(c.input), rng), dy = random_values(num_elements(c.out_backprop), rng);
+        const auto ref = backprop_filter(c, x, dy);
+        for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+            Result<ConvProblem> p = tf::conv2d_backprop_filter(attrs, c.input, c.filter, c.out_backprop, dtype);
+            ASSERT_TRUE(p.is_ok()) << p.status.message();
+            const bool f64 = dtype == DType::kFloat64;
+            EXPECT_EQ(run_problem(p.value, Direction::kBackwardWeights, x, dy, false).kernel,
+                      std::string("bwd_weights_") + (f64 ? "f64_" : "f32_") + (nchw ? "ncx_xp" : "nxc_xp"));
+            expect_matches_at_offsets(p.value, Direction::kBackwardWeights, x, dy, ref, f64 ? 1e-12 : 1e-5);
+        }
+    }
+    // Pointwise, 64 x channels over 4 MB: 384 dy channels are 384 products, 400 too many; and
+    // one row fewer of x is under 4 MB. (NHWC: NCHW's pointwise layers with dy the larger go
+    // to ncx_db.)
+    expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 384}, "VALID", 1, 1), "bwd_weights_f32_nxc_xp");
+    expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 400}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+    expect_kernel(conv({1, 127, 128, 64}, {1, 1, 64, 384}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+}
+
 // A flat-plane tap that crosses a row's end reads the neighbouring row's pixel, and the
 // data gradient's kernel selects it away: an infinity there must not reach the sums it does
 // not belong to (as NaN, 0 * inf, had a 0/1 column mask multiplied it). An infinity in dy's

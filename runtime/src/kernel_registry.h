@@ -41,6 +41,8 @@ struct LayoutRequirement {
                                  // activations' channels per group multiples of kChannelSlab
     bool staged_dy = false;      // nxg_sd: dy of at least kStagedDyMinBytes, pixels wider than
                                  // kStagedDyMinPixelBytes, at most kStagedDyMaxTaps taps
+    bool plain_x = false;        // nxc_xp, ncx_xp: at most kPlainXMaxProducts products per x
+                                 // element, x of at least kPlainXMinBytes
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -134,6 +136,19 @@ constexpr int kDyBroadcastMinChannels = 32;
 constexpr int64_t kStagedDyMinBytes = kStreamingDyMinBytes;
 constexpr int64_t kStagedDyMinPixelBytes = 128;
 constexpr int64_t kStagedDyMaxTaps = 9;
+// The dense filter gradients stage x in blocks of their tile's input channels (x_blocks, each
+// block's pixels contiguous), a copy of all of x that the tiles' broadcasts repay where each
+// element of x feeds many products: its group's dy channels times the taps, over the strides'
+// product. The plain-x variants (nxc_xp, ncx_xp) stage x as it is; the registry gives them
+// layers with at most kPlainXMaxProducts products per x element whose x, at least
+// kPlainXMinBytes, streams from memory. Kernel alone on the Zen 4 (AVX-512 f32, batch 8,
+// ms ratio blocks / plain; bench/RESULTS.md, forty-fourth session): rn50_3x3s2_28 (288
+// products, 12.8 MB of x) NHWC 1.08x, NCHW 1.11x; rn50_1x1_56 (256, 6.4 MB) NHWC 1.10x;
+// 512-576 products mixed (128 -> 512 on 28x28 0.96x, rn50_1x1_7 1.02x, 3x3 64 -> 64 on 56x56
+// 1.04x), the stem (784) 0.93x; small x: 3x3 stride 2 over 128 channels on 32x32, batch 2
+// (1 MB) 1.01x, 64 on 28x28, batch 1 (200 KB) 0.89x.
+constexpr int64_t kPlainXMaxProducts = 384;
+constexpr int64_t kPlainXMinBytes = int64_t(4) << 20;
 
 // The Winograd kernels (nxc_wg, ncx_wg, generators/winograd.h) hold 36 x C_in x C_out values per
 // group (the data gradient's transformed filter, which every block of tiles reads; the filter

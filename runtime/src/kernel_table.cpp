@@ -4,9 +4,10 @@
 // nxg_sd for large dy, nxg with groups
 // contiguous, ncg_fp for flat planes, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
-// small groups, nxc_cs for whole slabs of channels, nxc), the row-contiguous ones (ncx_px_pw
-// for pointwise data gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_sg for the filter
-// gradient's small groups, ncx_db for pointwise filter gradients, ncx), then the stride-agnostic (any) one; then the GPU kernels. The first
+// small groups, nxc_cs for whole slabs of channels, nxc_xp for the filter gradient's few
+// products per element of a large x, nxc), the row-contiguous ones (ncx_px_pw for pointwise
+// data gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_sg for the filter gradient's
+// small groups, ncx_db for pointwise filter gradients, ncx_xp, ncx), then the stride-agnostic (any) one; then the GPU kernels. The first
 // entry that accepts a problem runs.
 #include <algorithm>
 
@@ -54,6 +55,8 @@ constexpr LayoutRequirement layout_ncx_cs = {kX, false, false, false, false, fal
 constexpr LayoutRequirement layout_ncx_sg = {kX, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg_sd = {kG, true, false, false, false, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_nxc_xp = {kC, false, false, false, false, false, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_ncx_xp = {kX, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
@@ -251,6 +254,16 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         const int64_t pixel = act1.extent[kC] * act1.extent[kG] * bytes;
         if (act1.num_elements() * bytes < kStagedDyMinBytes || pixel <= kStagedDyMinPixelBytes ||
             taps_along(p, p.spatial_rank) > kStagedDyMaxTaps) {
+            return false;
+        }
+    }
+    // Plain-x kernels: few products per element of x (its group's dy channels, act1, times
+    // the taps over the strides' product), and x (act0) that streams from memory.
+    if (needs.plain_x) {
+        int64_t strides = 1;
+        for (int a = 0; a < p.spatial_rank; a++) strides *= p.strides[a];
+        if (act1.extent[kC] * taps_along(p, p.spatial_rank) > kPlainXMaxProducts * strides ||
+            act0.num_elements() * dtype_size(p.dtype) < kPlainXMinBytes) {
             return false;
         }
     }

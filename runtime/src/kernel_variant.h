@@ -6,7 +6,8 @@
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
 // the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
 // `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg`, `nxc_sg` and `ncx_sg`, is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
-// in place), or `_sd` (the filter gradient's NHWC depthwise tiles over dy staged per chunk), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
+// in place), or `_sd` (the filter gradient's NHWC depthwise tiles over dy staged per chunk), or `_xp` (the
+// filter gradient's dense tiles on x staged as it is, without blocks of the tile's channels), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
 // (Winograd F(4x4, 3x3) tiles, both directions, generators/winograd.h):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
 // small_groups=true, "ncx_cs" is layout=ncx channel_slabs=true, "nxc_pw" is layout=nxc
@@ -28,6 +29,7 @@ struct KernelVariant {
     bool dy_broadcasts = false;
     bool staged_dy = false;
     bool flat_planes = false;
+    bool plain_x = false;
     bool winograd = false;
 
     static KernelVariant parse(std::string name) {
@@ -46,6 +48,7 @@ struct KernelVariant {
         v.pointwise = strip("_pw");
         v.dy_broadcasts = strip("_db");
         v.staged_dy = strip("_sd");
+        v.plain_x = strip("_xp");
         v.flat_planes = strip("_fp");
         v.pixel_vectors = strip("_px");
         v.x_phases = strip("_s2");
@@ -55,7 +58,7 @@ struct KernelVariant {
 
     // The generator params (`key=value`) after dtype; both generators take small_groups,
     // winograd and flat_planes, only the data gradient's takes x_phases, channel_slabs,
-    // pointwise and pixel_vectors, only the filter gradient's dy_broadcasts and staged_dy.
+    // pointwise and pixel_vectors, only the filter gradient's dy_broadcasts, staged_dy and plain_x.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
@@ -65,6 +68,7 @@ struct KernelVariant {
         out.push_back(std::string("winograd=") + (winograd ? "true" : "false"));
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
         if (!data) out.push_back(std::string("staged_dy=") + (staged_dy ? "true" : "false"));
+        if (!data) out.push_back(std::string("plain_x=") + (plain_x ? "true" : "false"));
         if (data) out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
         return out;
@@ -73,7 +77,7 @@ struct KernelVariant {
 
 // The kernel variants of one (direction, dtype) for the given layouts, in dispatch order
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
-// before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group and channel-slab variants before the layout they refine
+// before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group, channel-slab and plain-x variants before the layout they refine
 // (built for the dtypes with native float arithmetic, f32 and f64, as in
 // generators/CMakeLists.txt: `native_floats`), the generic `any` last.
 inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, bool native_floats) {
@@ -85,11 +89,11 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx", "any"};
+    else order = {"nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc_xp", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx_xp", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
-        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.staged_dy || k.flat_planes ||
+        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.staged_dy || k.plain_x || k.flat_planes ||
                                                        k.winograd))) out.push_back(v);
     }
     return out;
