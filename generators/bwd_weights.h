@@ -35,7 +35,7 @@ struct BwdWeightsStages {
     Expr dilation_x;  // the taps' spacing along x (1: undilated)
     Expr co_extent, ci_extent, g_extent, kx_extent, ky_extent, kz_extent;
     // dw's strides: HWIO has co innermost (stride 1); OIHW has the taps innermost and ci next.
-    Expr dw_co_stride, dw_ci_stride;
+    Expr dw_co_stride, dw_ci_stride, dw_g_stride;
     // The NXC tile's input channels (its broadcasts of x per position): a tuned value, else
     // 8 with 32 vector registers and 4 with 16.
     static int ci_tile(const ScheduleParams &tuned, const Target &t) {

@@ -188,6 +188,7 @@ public:
         s.dy_g_stride = dy.dim(kG).stride();
         s.dw_co_stride = dw.dim(kCo).stride();
         s.dw_ci_stride = dw.dim(kCi).stride();
+        s.dw_g_stride = dw.dim(kFg).stride();
         s.oy_extent = dy.dim(kY).extent();
         s.ox_extent = dy.dim(kX).extent();
         s.reduction_rows = s.oy_extent * dy.dim(kZ).extent() * dy.dim(kN).extent();
