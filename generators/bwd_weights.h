@@ -20,7 +20,7 @@ struct BwdWeightsStages {
     bool staged_dy = false;  // nxg_sd: each chunk's rows of dy staged in cache, as x's are
     Func x_pairs, dy_pairs;
     Expr x_g_stride, dy_g_stride;  // the activations' group strides (nxc_sg: a pair's line)
-    // nxc and ncx (not ncx_db) on CPUs, native float types: x_in reads x_blocks (ci_i, ci_o,
+    // nxc and ncx (not ncx_db, nor the plain-x nxc_xp and ncx_xp) on CPUs, native float types: x_in reads x_blocks (ci_i, ci_o,
     // x, y, z, g, n), x staged in blocks of `x_block` channels (the tile's ci_tile) with each
     // block's pixels contiguous; 0 where x_in reads x itself.
     Func x_blocks;
