@@ -68,6 +68,15 @@ public:
     }
 
 private:
+    // The JIT's exact problem (`fixed`), if given: every buffer's extents and strides become
+    // constants (generator_common.h: FixedProblem).
+    void apply_fixed_problem() {
+        const FixedProblem fixed = fixed_problem();
+        fixed.apply(*dy_, "dy");
+        fixed.apply(*w_, "w");
+        fixed.apply(*dx_, "dx");
+    }
+
     void generate_algorithm() {
         if (flat_planes) {
             generate_flat_planes();
@@ -212,10 +221,7 @@ private:
         constrain_activation_strides(dy, lay);
         constrain_activation_strides(dx, lay, dx.dimensions());
         constrain_filter_strides(w, lay);
-        const FixedProblem fixed = fixed_problem();
-        fixed.apply(dy, "dy");
-        fixed.apply(w, "w");
-        fixed.apply(dx, "dx");
+        apply_fixed_problem();
 
         s.unit_stride = unit_stride();
         s.stride_2 = stride_2d(2);
@@ -281,10 +287,7 @@ private:
         s.dx = dx;
 
         constrain_flat_plane_buffers(dy, dx, w);
-        const FixedProblem fixed = fixed_problem();
-        fixed.apply(dy, "dy");
-        fixed.apply(w, "w");
-        fixed.apply(dx, "dx");
+        apply_fixed_problem();
 
         s.plane = dx.dim(kX).extent();
         s.g_extent = w.dim(kFg).extent();
@@ -385,10 +388,7 @@ private:
         s.dx = dx;
 
         constrain_winograd_buffers(dy, dx, w, lay);
-        const FixedProblem fixed = fixed_problem();
-        fixed.apply(dy, "dy");
-        fixed.apply(w, "w");
-        fixed.apply(dx, "dx");
+        apply_fixed_problem();
         s.w_co_stride = w.dim(kCo).stride();
         s.w_kx_stride = w.dim(kKx).stride();
         s.kz_extent = w.dim(kKz).extent();

@@ -169,10 +169,7 @@ public:
         // (x_blocks: dw's input channels are x's, one symbol, so that the tile branches'
         // conditions on them simplify the blocks' indices.)
         if (s.x_block > 0) dw.dim(kCi).set_extent(x.dim(kC).extent());
-        const FixedProblem fixed = fixed_problem();
-        fixed.apply(x, "x");
-        fixed.apply(dy, "dy");
-        fixed.apply(dw, "dw");
+        apply_fixed_problem();
 
         s.unit_stride = unit_stride();
         s.stride_x = ax[0].stride;
@@ -216,6 +213,15 @@ public:
     }
 
 private:
+    // The JIT's exact problem (`fixed`), if given: every buffer's extents and strides become
+    // constants (generator_common.h: FixedProblem).
+    void apply_fixed_problem() {
+        const FixedProblem fixed = fixed_problem();
+        fixed.apply(*x_, "x");
+        fixed.apply(*dy_, "dy");
+        fixed.apply(*dw_, "dw");
+    }
+
     // The flat-plane variant: dw[kx, ky, g] = the sum over positions p of dy's plane (and
     // images) where x's row and column at tap (kx, ky) are inside its plane of
     //   dy[g * P_dy + p] * x[g * P_x + p + (ky * d_y - pad_y) * W + kx * d_x - pad_x],
@@ -288,10 +294,7 @@ private:
         s.dw = dw;
 
         constrain_flat_plane_buffers(x, dy, dw);
-        const FixedProblem fixed = fixed_problem();
-        fixed.apply(x, "x");
-        fixed.apply(dy, "dy");
-        fixed.apply(dw, "dw");
+        apply_fixed_problem();
         s.g_extent = dw.dim(kFg).extent();
         s.kx_extent = dw.dim(kKx).extent();
         s.ky_extent = dw.dim(kKy).extent();
@@ -402,10 +405,7 @@ private:
         s.dw = dw;
 
         constrain_winograd_buffers(x, dy, dw, lay);
-        const FixedProblem fixed = fixed_problem();
-        fixed.apply(x, "x");
-        fixed.apply(dy, "dy");
-        fixed.apply(dw, "dw");
+        apply_fixed_problem();
         s.ci_extent = x.dim(kC).extent();
         s.co_extent = dy.dim(kC).extent();
         s.x_x_stride = x.dim(kX).stride();

@@ -546,13 +546,14 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     for (const Var &d : {ci_b, s.kx, s.ky, s.kz}) co_rows.parallel(d);
     co_rows.specialize(narrow_dim(s.co_extent)).vectorize(co_i, vec / 2, TailStrategy::GuardWithIf);
     co_rows.vectorize(co_i, vec, TailStrategy::GuardWithIf);
-    for (const auto &[condition, lanes] : {std::pair{narrow_dim(s.ci_extent), vec / 2}, std::pair{Expr(true), vec}}) {
-        Stage st = lanes == vec ? Stage(s.dw) : Stage(s.dw.specialize(condition));
+    const auto ci_vectors = [&](Stage st, int lanes) {
         blocks(st, lanes)
             .reorder(ci_i, s.kx, s.ky, s.kz, co_i, ci_b, co_b, s.g)
             .vectorize(ci_i)
             .parallel(co_b).parallel(s.g);
-    }
+    };
+    ci_vectors(s.dw.specialize(narrow_dim(s.ci_extent)), vec / 2);
+    ci_vectors(s.dw, vec);
     // 1x1 OIHW: dense stores, each vector of ci gathered from acc's block (co innermost) along
     // a loop over co innermost, which the TransposedRows pass (NCX, 32-bit) transposes by
     // 4x4 blocks in lanes. (With the taps' loops inside, Halide gathered each vector lane by
