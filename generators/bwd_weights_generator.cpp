@@ -40,8 +40,9 @@ public:
     // flat-row views of x and dy.
     GeneratorParam<bool> flat_planes{"flat_planes", false};
     // true: the plain-x variant (nxc_xp, ncx_xp: few products per element of x, e.g. stride-2
-    // 3x3 layers): x staged as it is, without the blocks of the tile's channels (x_blocks),
-    // whose copy those layers do not pay back (runtime/src/kernel_registry.h: kPlainXMaxProducts).
+    // 3x3 layers): x without the blocks of the tile's channels (x_blocks), whose copy those
+    // layers do not pay back (runtime/src/kernel_registry.h: kPlainXMaxProducts); ncx_xp
+    // stages it as it is, nxc_xp reads it in place (s.x_in_place, below).
     GeneratorParam<bool> plain_x{"plain_x", false};
 
     void configure() {
@@ -154,6 +155,22 @@ public:
             i[a] = o[a] * ax[a].stride - ax[a].pad_begin + k[a] * ax[a].dilation;
         }
 
+        // nxc_xp on CPUs: x read in place, without a staged copy with its zero border. The
+        // reduction skips the positions whose tap falls on the padding (the RDom's predicate:
+        // their products are zero), so every read is inside x; the clamp only tells bounds
+        // inference so, and costs a min and a max per position and tap, not per channel.
+        // (Read through the boundary condition instead, every broadcast took a test, a clamp
+        // and a blend: schedules/cpu_bwd_weights.cpp.) Kernel alone, against the copy:
+        // rn50_3x3s2_28 1.06x, rn50_1x1_56 1.08x (bench/RESULTS.md, forty-fifth session).
+        s.x_in_place = plain_x && variant_layout() == Layout::NXC && bt.bits() != 16 && cpu_schedule;
+        if (s.x_in_place) {
+            const Expr extent[3] = {x.dim(kX).extent(), x.dim(kY).extent(), x.dim(kZ).extent()};
+            Var c, x_, y, z, g, n_;
+            s.x_in = Func("x_in");
+            s.x_in(c, x_, y, z, g, n_) = widen(x(c, Halide::clamp(x_, 0, extent[0] - 1), Halide::clamp(y, 0, extent[1] - 1),
+                                                 Halide::clamp(z, 0, extent[2] - 1), g, n_));
+            for (int a = 0; a < 3; a++) s.r.where(i[a] >= 0 && i[a] < extent[a]);
+        }
         s.acc = Func("acc");
         s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
         s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=

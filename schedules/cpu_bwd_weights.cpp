@@ -454,7 +454,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // FMAs ran at ~55 % of the peak. (Staging per chunk instead, computed at the chunk loop,
     // failed: with runtime split factors, bounds inference sized each chunk's copy from
     // row 0 up, 98 MB per chunk for the stem.) Staged inputs (16-bit, channels first)
-    // already are.
+    // already are. nxc_xp reads x in place (s.x_in_place: the reduction skips the padding).
     if (s.small_groups) {
         // nxc_sg: x_pairs and dy_pairs (gpar, c, x, y, z, gp, n), a pair's channels
         // interleaved, staged per chunk (in L2) with each pair's pixels contiguous, so a tile
@@ -472,7 +472,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         }
     } else if (s.x_block > 0) {
         stage_x_blocks(s, vec, channels_first);
-    } else if (!s.staged_inputs && !channels_first) {
+    } else if (!s.staged_inputs && !channels_first && !s.x_in_place) {
         stage_vector_dim_innermost(s.x_in, s.x_in.args()[0], s.ci_extent, vec, false);
         pad_aliasing_pixels(s.x_in, s.x_in.args()[0], s.ci_extent, s.g_extent, bytes, 256);
     }
