@@ -6,7 +6,8 @@
 // views, no oneDNN.
 //   kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]   e.g. kernel_ab "$fixed" dy w dx 5
 // ONLY (0 or 1) times one of the two alone, for perf.
-// Scratch comes from the library's allocator (runtime/src/kernel_memory.cpp).
+// Scratch comes from the library's allocator (runtime/src/kernel_memory.cpp), parallel loops
+// run on its thread pool (runtime/src/thread_pool.cpp).
 // OFF_<name> (environment, e.g. OFF_dy=256): that buffer starts so many bytes past a page
 // boundary (default 0): where buffers start relative to each other moves some kernels by 2x
 // (lines of channels-last pixels 1 KB apart share few L2 sets).
@@ -20,6 +21,7 @@
 
 #include "../generators/fixed_problem_text.h"
 #include "../runtime/src/kernel_memory.h"
+#include "../runtime/src/thread_pool.h"
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
 
@@ -57,9 +59,10 @@ int main(int argc, char **argv) {
     if (argc < 5) return std::fprintf(stderr, "usage: kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]\n"), 2;
     const Fixed f = convgrad::gen::parse_fixed_values(argv[1]);
     const int rounds = argc > 5 ? std::atoi(argv[5]) : 5, only = argc > 6 ? std::atoi(argv[6]) : -1;
-    halide_set_num_threads(2);
-    // The library's scratch allocator, as the kernels run under it (Halide's own malloc and
-    // free return large blocks to the system between calls: page faults a call).
+    // The library's scratch allocator and thread pool, as the kernels run under them (Halide's
+    // own malloc and free return large blocks to the system between calls: page faults a call).
+    convgrad::set_pool_threads(2);
+    halide_set_custom_do_par_for(convgrad::convgrad_do_par_for);
     halide_set_custom_malloc(convgrad::kernel_malloc);
     halide_set_custom_free(convgrad::kernel_free);
     Buffer<float> in0 = make(f, argv[2]), in1 = make(f, argv[3]);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "onednn_runner.h"
 #include "peak.h"
@@ -19,6 +20,10 @@
 namespace convgrad::bench {
 
 double median_ms(const std::function<void()> &f, double min_time_s, int min_reps) {
+    // Idle first: the previous measurement's threads (the other library's, or this one's)
+    // spin for up to ~7 ms after their last task (libgomp's default), on the cores this one
+    // is about to use.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     f();  // warm-up: first-touch, caches, oneDNN's JIT
     std::vector<double> t;
     double total = 0;

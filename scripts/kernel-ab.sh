@@ -35,5 +35,5 @@ target=${TARGET:-x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41}-use
 "$gen_a" -g "$generator" -f kern_a -n a -o "$work" -e static_library target=$target-no_runtime $params ${EXTRA_A:-}
 # shellcheck disable=SC2086
 "$gen_b" -g "$generator" -f kern_b -n b -o "$work" -e static_library target=$target-no_runtime$profile_b $params ${EXTRA_B:-}
-c++ -O2 -std=c++17 -I/usr/include/halide14 "$src" "$(dirname "$src")/../runtime/src/kernel_memory.cpp" "$work/a.a" "$work/b.a" "$work/runtime.a" -o "$work/kernel_ab" -lpthread -ldl
+c++ -O2 -std=c++17 -I/usr/include/halide14 "$src" "$(dirname "$src")/../runtime/src/kernel_memory.cpp" "$(dirname "$src")/../runtime/src/thread_pool.cpp" "$work/a.a" "$work/b.a" "$work/runtime.a" -o "$work/kernel_ab" -lpthread -ldl
 "$work/kernel_ab" "$fixed" "$6" "$7" "$8" "${9:-5}"

@@ -2,8 +2,6 @@
 //                [--device cpu|cuda|opencl] [--backend aot|jit] [--json PATH] [--min-time S] [--threads N]
 // convgrad autoschedule --autoscheduler Mullapudi2016|Adams2019|Li2018 [--beam N] [--print-schedule DIR]
 //                [the bench options]: the same, plus each problem scheduled by a Halide autoscheduler
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -30,16 +28,11 @@ Result<DType> parse_bench_dtype(const std::string &s) {
 
 // `autoschedule`: bench plus, per problem, the pipeline scheduled by a Halide autoscheduler.
 int bench_or_autoschedule(int argc, char **argv, bool autoschedule) {
-    // libgomp (oneDNN's threads) reads its wait policy before main(): spinning OpenMP threads
-    // would steal the cores from convgrad's measurements. Re-run once with a passive policy.
-    if (!std::getenv("OMP_WAIT_POLICY")) {
-        setenv("OMP_WAIT_POLICY", "passive", 1);
-        std::vector<char *> args{const_cast<char *>("convgrad"),
-                                 const_cast<char *>(autoschedule ? "autoschedule" : "bench")};
-        for (int i = 0; i < argc; i++) args.push_back(argv[i]);
-        args.push_back(nullptr);
-        execv("/proc/self/exe", args.data());  // only returns on failure: then measure as we are
-    }
+    // Both libraries run with their threads' default wait policy: idle threads spin a while
+    // before they sleep (libgomp, oneDNN's: ~300000 pauses, 6-7 ms of one core measured on a
+    // Zen 5; convgrad's pool: runtime/src/thread_pool.h). median_ms waits until the other
+    // library's threads sleep before it measures. (OMP_WAIT_POLICY=passive in the environment
+    // times oneDNN with sleeping threads: what earlier sessions' numbers did, bench/RESULTS.md.)
     CLI::App app{autoschedule ? "convgrad autoschedule: Halide's autoschedulers beside convgrad's schedules and oneDNN"
                               : "convgrad bench: convgrad vs oneDNN on a batch of benchdnn problems",
                  autoschedule ? "autoschedule" : "bench"};

@@ -13,6 +13,7 @@
 #include "HalideRuntimeOpenCL.h"
 #endif
 #include "kernel_memory.h"
+#include "thread_pool.h"
 
 namespace convgrad {
 namespace {
@@ -76,6 +77,7 @@ void install_handlers_once() {
         halide_set_custom_can_use_target_features(convgrad_can_use_target_features);
         halide_set_custom_malloc(kernel_malloc);
         halide_set_custom_free(kernel_free);
+        halide_set_custom_do_par_for(convgrad_do_par_for);
     });
 }
 
@@ -310,7 +312,10 @@ Status halide_call(const std::string &what, const std::function<int(void *user_c
                             "): " + (ctx.error.empty() ? "no message" : ctx.error));
 }
 
-void set_num_threads(int threads) { halide_set_num_threads(threads); }
+void set_num_threads(int threads) {
+    halide_set_num_threads(threads);
+    set_pool_threads(threads);
+}
 
 bool x86_path_built(const std::string &path) {
     return (std::string(",") + CONVGRAD_X86_PATHS + ",").find("," + path + ",") != std::string::npos;
