@@ -250,20 +250,18 @@ private:
         return l.fn;
     }
 
-    // dlopen + checks: the stored key must equal ours (not just its hash), and the kernel
-    // gets convgrad's error handler (its runtime's default would abort()).
+    // dlopen + checks: the stored key must equal ours (not just its hash), and the kernel's
+    // runtime gets convgrad's hooks (its default error handler would abort(); its own thread
+    // pool would be a second one, Halide's, in the process).
     Result<Loaded> load(const fs::path &path, const std::string &text, const std::string &name) {
         void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (h == nullptr) return Status::internal(std::string("jit: cannot load ") + path.string() + ": " + dlerror());
         auto *stored = static_cast<const char *>(dlsym(h, "convgrad_jit_key"));
         auto fn = reinterpret_cast<KernelFn>(dlsym(h, ("convgrad_jit_" + name).c_str()));
-        using SetHandler = HalideErrorHandler (*)(HalideErrorHandler);
-        auto set_handler = reinterpret_cast<SetHandler>(dlsym(h, "halide_set_error_handler"));
-        if (stored == nullptr || text != stored || fn == nullptr || set_handler == nullptr) {
+        if (stored == nullptr || text != stored || fn == nullptr || !install_hooks_in(h)) {
             dlclose(h);
             return Status::internal("jit: " + path.string() + " is not the kernel it is named for");
         }
-        set_handler(halide_error_handler());
         return Loaded{h, fn};
     }
 

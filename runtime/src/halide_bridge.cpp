@@ -1,10 +1,13 @@
 #include "halide_bridge.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "HalideRuntime.h"
 #include "convgrad/convgrad.h"
@@ -70,14 +73,29 @@ extern "C" int convgrad_can_use_target_features(int count, const uint64_t *featu
     return ok;
 }
 
+// The hooks convgrad installs in a Halide runtime, the AOT kernels' one and each JIT kernel's
+// own: errors to the call's Status, scratch from kernel_memory.cpp, parallel loops on
+// thread_pool.cpp (one pool in the process, whichever runtime a kernel carries).
+struct HookSetters {
+    halide_error_handler_t (*error_handler)(halide_error_handler_t);
+    halide_malloc_t (*malloc)(halide_malloc_t);
+    halide_free_t (*free)(halide_free_t);
+    halide_do_par_for_t (*do_par_for)(halide_do_par_for_t);
+};
+
+void install_hooks(const HookSetters &set) {
+    set.error_handler(convgrad_halide_error);
+    set.malloc(kernel_malloc);
+    set.free(kernel_free);
+    set.do_par_for(convgrad_do_par_for);
+}
+
 void install_handlers_once() {
     static std::once_flag once;
     std::call_once(once, [] {
-        halide_set_error_handler(convgrad_halide_error);
+        install_hooks({halide_set_error_handler, halide_set_custom_malloc, halide_set_custom_free,
+                       halide_set_custom_do_par_for});
         halide_set_custom_can_use_target_features(convgrad_can_use_target_features);
-        halide_set_custom_malloc(kernel_malloc);
-        halide_set_custom_free(kernel_free);
-        halide_set_custom_do_par_for(convgrad_do_par_for);
     });
 }
 
@@ -235,7 +253,19 @@ bool gpu_kernels_built(Device api) {
 #endif
 }
 
-HalideErrorHandler halide_error_handler() { return convgrad_halide_error; }
+bool install_hooks_in(void *dl_handle) {
+    const auto find = [&](auto &setter, const char *name) {
+        setter = reinterpret_cast<std::remove_reference_t<decltype(setter)>>(dlsym(dl_handle, name));
+        return setter != nullptr;
+    };
+    HookSetters set{};
+    if (!find(set.error_handler, "halide_set_error_handler") || !find(set.malloc, "halide_set_custom_malloc") ||
+        !find(set.free, "halide_set_custom_free") || !find(set.do_par_for, "halide_set_custom_do_par_for")) {
+        return false;
+    }
+    install_hooks(set);
+    return true;
+}
 
 std::string fixed_problem_text(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a,
                                const CanonicalView &b, const CanonicalView &result) {

@@ -20,9 +20,9 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
 std::string fixed_problem_text(const KernelEntry &k, const ConvProblem &p, const CanonicalView &a,
                                const CanonicalView &b, const CanonicalView &result);
 
-// The error handler convgrad installs in a Halide runtime (the JIT's kernels carry their own).
-using HalideErrorHandler = void (*)(void *user_context, const char *message);
-HalideErrorHandler halide_error_handler();
+// Installs convgrad's hooks (error handler, scratch allocator, thread pool) in the Halide
+// runtime of a dlopen()ed JIT kernel, which carries its own; false if it lacks a setter.
+bool install_hooks_in(void *dl_handle);
 
 // Runs f with a fresh per-call Halide user_context: a non-zero return becomes an internal
 // error naming `what`, with the messages Halide reported during the call.
