@@ -151,9 +151,20 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // Channels last (nxg), exactly two vectors of groups (32 f32 groups on AVX-512: MobileNet's
         // first depthwise layer): one tile takes both, so a chunk's pass reads each pixel's
         // lines of dy (and its staged x) once, where a tile per vector read every other line,
-        // twice over. Kernel alone, mb_dw32_112 NHWC 1.19x. (Two-vector tiles over more
-        // groups, the pixel then wider than the tile, lost: 144 and 192 groups 0.91-0.95x.)
-        const Expr pixel_tile = s.g_extent == 2 * vec;
+        // twice over. Kernel alone, mb_dw32_112 NHWC 1.19x. With 32 vector registers, whole
+        // pairs of vectors (the groups a multiple of two vectors) and at most 9 taps (18
+        // accumulators), over any number of groups: each tile then reads two adjacent lines
+        // of a pixel, which the strided reads of one line per pixel per tile were slow on.
+        // Kernel alone on the Zen 5 (f32 NHWC): mb_dw192_28 1.14-1.15x, mb_dw960_7 1.09-1.20x,
+        // mb_dw576s2_14 1.07-1.14x, 64 groups on 56x56 1.18x; a 5x5 filter (50 accumulators)
+        // 0.97x. (On the Zen 4, half-rate 512-bit FMAs, 144 and 192 groups lost 0.91-0.95x,
+        // the thirty-ninth session: bench/RESULTS.md, forty-sixth session.)
+        // (The multiple first, a condition of its own: inside the specialisation Halide then
+        // knows the groups fill whole tiles and drops the tiles' guards; under an `||` it did
+        // not, 0.90x.)
+        const Expr pixel_tile =
+            s.g_extent % (2 * vec) == 0 &&
+            (s.g_extent == 2 * vec || (vector_registers(target) == 32 && s.kx_extent * s.ky_extent * s.kz_extent <= 9));
         // (Each tile's specialisations: the filter size, so the tile's size is a constant.)
         const auto vector_tiles = [&](const Expr &condition, int lanes) {
             Stage st = sums.specialize(condition);

@@ -464,11 +464,13 @@ TEST(TfEdge, DepthwiseManyGroupsFilter) {
 }
 
 // NHWC depthwise filter gradients with exactly two vectors of groups take a tile of both
-// (cpu_bwd_weights.cpp: pixel_tile): 32 groups (AVX-512 f32) and 16 (AVX2 f32), 3x3 with
-// stride 1 and 2, 5x5, a 3x5 filter (no tap specialisation), odd widths; 48 groups keep
-// the one-vector tiles.
+// (cpu_bwd_weights.cpp: pixel_tile), and with 32 vector registers so do whole pairs of
+// vectors under filters of at most 9 taps: 32 groups (AVX-512 f32) and 16 (AVX2 f32), 64
+// and 96 (AVX-512: 2 and 3 tiles of two vectors a pixel; AVX2: 4 and 6 vectors, one a
+// tile), 3x3 with stride 1 and 2, 5x5 and a 3x5 filter (no tap specialisation; past 9 taps
+// one-vector tiles for 64 and 96), odd widths; 48 groups keep the one-vector tiles.
 TEST(TfEdge, DepthwisePixelTileFilter) {
-    for (int64_t groups : {32, 16}) {
+    for (int64_t groups : {32, 16, 64, 96}) {
         for (int64_t stride : {1, 2}) {
             expect_matches_reference(conv({2, 9, 13, groups}, {3, 3, 1, groups}, "SAME", stride, stride));
         }
