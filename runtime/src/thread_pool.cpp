@@ -85,7 +85,7 @@ struct Pool {
     std::atomic<int> spin_us{kDefaultSpinUs};
     std::mutex mutex;  // sleeping, and creating workers
     std::condition_variable wake;
-    int workers_created = 0;  // under mutex
+    std::atomic<int> workers_created{0};  // written under mutex
 
     Pool() {
         threads.store(default_threads());
@@ -147,10 +147,12 @@ struct Pool {
     }
 
     void ensure_workers(int n) {
+        if (workers_created.load(std::memory_order_acquire) >= n) return;  // every loop but the first
         std::lock_guard<std::mutex> lock(mutex);
-        for (; workers_created < n; workers_created++) {
+        for (int id = workers_created.load(); id < n; id++) {
             // Detached, and the pool never destroyed: a worker may outlive main's statics.
-            std::thread([this, id = workers_created] { worker(id); }).detach();
+            std::thread([this, id] { worker(id); }).detach();
+            workers_created.store(id + 1, std::memory_order_release);
         }
     }
 
