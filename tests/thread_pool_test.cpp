@@ -1,6 +1,7 @@
 // The kernels' thread pool (runtime/src/thread_pool.h): every task of a loop runs exactly once,
 // on more than one thread, loops nest and run from several threads at once, a failing task's
-// result is the loop's, and one thread runs a loop in order on the caller.
+// result is the loop's, one thread runs a loop in order on the caller, and 0 threads means the
+// default.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -107,6 +108,19 @@ TEST_F(ThreadPool, LoopsNestAndRunFromSeveralThreadsAtOnce) {
     }
     for (auto &c : callers) c.join();
     EXPECT_EQ(failures.load(), 0);
+}
+
+// 0 restores the default (convgrad_set_num_threads(0), as halide_set_num_threads(0) did),
+// rather than clamping to one thread.
+TEST_F(ThreadPool, ZeroThreadsMeansTheDefault) {
+    set_pool_threads(1);
+    EXPECT_EQ(pool_threads(), 1);
+    set_pool_threads(0);
+    EXPECT_EQ(pool_threads(), default_pool_threads());
+    set_pool_threads(-3);
+    EXPECT_EQ(pool_threads(), default_pool_threads());
+    set_pool_threads(1000);
+    EXPECT_EQ(pool_threads(), 256);
 }
 
 TEST_F(ThreadPool, AFailingTaskFailsTheLoopAndThePoolGoesOn) {

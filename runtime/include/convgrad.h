@@ -68,8 +68,8 @@ convgrad_status convgrad_backward_weights(const convgrad_conv_desc *desc, const 
 /* The message of this thread's last failed call ("" if none). Valid until the next call. */
 const char *convgrad_last_error(void);
 
-/* Threads the CPU kernels use, the caller's included (default: HL_NUM_THREADS, else the CPUs
-   the process may run on; idle workers spin CONVGRAD_SPIN_US microseconds, default 1000). */
+/* Threads the CPU kernels use, the caller's included; 0: the default (HL_NUM_THREADS, else the
+   CPUs the process may run on). Idle workers spin CONVGRAD_SPIN_US microseconds (default 1000). */
 void convgrad_set_num_threads(int threads);
 
 /* e.g. "convgrad 0.1.0 (C API 1)" */

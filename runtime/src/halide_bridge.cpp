@@ -342,10 +342,8 @@ Status halide_call(const std::string &what, const std::function<int(void *user_c
                             "): " + (ctx.error.empty() ? "no message" : ctx.error));
 }
 
-void set_num_threads(int threads) {
-    halide_set_num_threads(threads);
-    set_pool_threads(threads);
-}
+// (Halide's own pool runs nothing of ours: every runtime's do_par_for is the pool's.)
+void set_num_threads(int threads) { set_pool_threads(threads); }
 
 bool x86_path_built(const std::string &path) {
     return (std::string(",") + CONVGRAD_X86_PATHS + ",").find("," + path + ",") != std::string::npos;

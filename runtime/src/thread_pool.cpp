@@ -88,19 +88,8 @@ struct Pool {
     std::atomic<int> workers_created{0};  // written under mutex
 
     Pool() {
-        threads.store(default_threads());
+        threads.store(default_pool_threads());
         if (const char *s = std::getenv("CONVGRAD_SPIN_US")) spin_us.store(std::max(0, std::atoi(s)));
-    }
-
-    static int default_threads() {
-        if (const char *s = std::getenv("HL_NUM_THREADS")) {
-            if (const int n = std::atoi(s); n > 0) return std::min(n, kMaxThreads);
-        }
-#if defined(__linux__)
-        cpu_set_t set;
-        if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::clamp(CPU_COUNT(&set), 1, kMaxThreads);
-#endif
-        return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxThreads);
     }
 
     bool active(int worker) const { return worker < threads.load(std::memory_order_relaxed) - 1; }
@@ -165,6 +154,21 @@ struct Pool {
     }
 };
 
+}  // namespace
+
+int default_pool_threads() {
+    if (const char *s = std::getenv("HL_NUM_THREADS")) {
+        if (const int n = std::atoi(s); n > 0) return std::min(n, kMaxThreads);
+    }
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::clamp(CPU_COUNT(&set), 1, kMaxThreads);
+#endif
+    return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxThreads);
+}
+
+namespace {
+
 Pool &pool() {
     static Pool *const p = new Pool();
     return *p;
@@ -222,9 +226,11 @@ extern "C" int convgrad_do_par_for(void *user_context, halide_task_t f, int min,
 
 void set_pool_threads(int threads) {
     Pool &p = pool();
-    p.threads.store(std::clamp(threads, 1, kMaxThreads));
+    p.threads.store(threads <= 0 ? default_pool_threads() : std::min(threads, kMaxThreads));
     p.publish_wakes();  // workers beyond the new count go to sleep
 }
+
+int pool_threads() { return pool().threads.load(); }
 
 void set_pool_spin_us(int microseconds) { pool().spin_us.store(std::max(0, microseconds)); }
 

@@ -22,9 +22,12 @@ namespace convgrad {
 
 extern "C" int convgrad_do_par_for(void *user_context, halide_task_t f, int min, int extent, uint8_t *closure);
 
-// Threads for the kernels' parallel loops, the calling thread included (clamped to 1..256).
-// Default: HL_NUM_THREADS, else the CPUs this process may run on.
+// Threads for the kernels' parallel loops, the calling thread included (at most 256); 0 or
+// less: the default, as halide_set_num_threads(0) meant.
 void set_pool_threads(int threads);
+int pool_threads();
+// HL_NUM_THREADS, else the CPUs this process may run on.
+int default_pool_threads();
 
 // How long an idle worker spins before it sleeps, in microseconds (0: it sleeps at once, as
 // Halide's did). Default: CONVGRAD_SPIN_US, else kDefaultSpinUs.

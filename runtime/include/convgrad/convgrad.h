@@ -40,9 +40,9 @@ enum class Direction { kBackwardData, kBackwardWeights };
 Result<std::string> select_kernel(Direction direction, const ConvProblem &p, const Tensor &a,
                                   const Tensor &b, const Tensor &result, const RunOptions &options = {});
 
-// Threads the CPU kernels use, the caller's included (runtime/src/thread_pool.h; default:
-// HL_NUM_THREADS, else the CPUs the process may run on). Idle workers spin CONVGRAD_SPIN_US
-// microseconds (default 1000) before they sleep.
+// Threads the CPU kernels use, the caller's included (runtime/src/thread_pool.h); 0: the
+// default, HL_NUM_THREADS, else the CPUs the process may run on. Idle workers spin
+// CONVGRAD_SPIN_US microseconds (default 1000) before they sleep.
 void set_num_threads(int threads);
 
 // --- Introspection (convgrad info) ---
