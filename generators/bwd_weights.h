@@ -18,9 +18,13 @@ struct BwdWeightsStages {
     // groups 2*gp and 2*gp + 1 interleaved.
     bool small_groups = false;
     bool staged_dy = false;  // nxg_sd: each chunk's rows of dy staged in cache, as x's are
-    // nxc_xp (CPUs, native float types): x_in reads x in place, and the reduction (r) skips
-    // the positions whose taps fall on the padding (generators/bwd_weights_generator.cpp).
+    // nxc_xp and nxg_xp (CPUs, native float types): x_in reads x in place, its indices
+    // clamped into x; nxc_xp's reduction (r) skips the positions whose taps fall on the
+    // padding, nxg_xp subtracts their products (frame) (generators/bwd_weights_generator.cpp).
     bool x_in_place = false;
+    // nxg_xp: the sum over the frame of rows and planes outside the reduction's interior
+    // (generators/interior_rows.h), which dw adds to acc's; undefined elsewhere.
+    Func frame;
     Func x_pairs, dy_pairs;
     Expr x_g_stride, dy_g_stride;  // the activations' group strides (nxc_sg: a pair's line)
     // nxc and ncx (not ncx_db, nor the plain-x nxc_xp and ncx_xp) on CPUs, native float types: x_in reads x_blocks (ci_i, ci_o,

@@ -78,9 +78,9 @@ public:
         if (staged_dy && (variant_layout() != Layout::NXG || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: staged_dy is a CPU variant of layout=nxg alone");
         }
-        if (plain_x && ((variant_layout() != Layout::NXC && variant_layout() != Layout::NCX) || small_groups ||
-                        dy_broadcasts || get_target().has_gpu_feature())) {
-            throw std::invalid_argument("convgrad: plain_x is a CPU variant of layout=nxc or ncx alone");
+        if (plain_x && ((variant_layout() != Layout::NXC && variant_layout() != Layout::NCX && variant_layout() != Layout::NXG) ||
+                        small_groups || dy_broadcasts || staged_dy || get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: plain_x is a CPU variant of layout=nxc, ncx or nxg alone");
         }
         if (small_groups && bt.bits() == 16) {
             throw std::invalid_argument("convgrad: small_groups is a variant for native float types");
@@ -145,8 +145,8 @@ public:
         s.small_groups = pairs;
         s.staged_dy = staged_dy;
 
-        s.r = RDom({{0, dy.dim(kX).extent()}, {0, dy.dim(kY).extent()},
-                    {0, dy.dim(kZ).extent()}, {0, dy.dim(kN).extent()}}, "r");
+        const Expr out[3] = {dy.dim(kX).extent(), dy.dim(kY).extent(), dy.dim(kZ).extent()};
+        s.r = RDom({{0, out[0]}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}}, "r");
         const Expr o[3] = {s.r[0], s.r[1], s.r[2]};
         const Expr n = s.r[3];
         const Expr k[3] = {s.kx, s.ky, s.kz};
@@ -155,28 +155,94 @@ public:
             i[a] = o[a] * ax[a].stride - ax[a].pad_begin + k[a] * ax[a].dilation;
         }
 
-        // nxc_xp on CPUs: x read in place, without a staged copy with its zero border. The
-        // reduction skips the positions whose tap falls on the padding (the RDom's predicate:
-        // their products are zero), so every read is inside x; the clamp only tells bounds
-        // inference so, and costs a min and a max per position and tap, not per channel.
+        // nxc_xp and nxg_xp on CPUs: x read in place, without a staged copy with its zero
+        // border, each index clamped into x.
+        // nxc_xp: the reduction skips the positions whose tap falls on the padding (the RDom's
+        // predicate: their products are zero), so every read is inside x; the clamp only tells
+        // bounds inference so, and costs a min and a max per position and tap, not per channel.
         // (Read through the boundary condition instead, every broadcast took a test, a clamp
         // and a blend: schedules/cpu_bwd_weights.cpp.) Kernel alone, against the copy:
         // rn50_3x3s2_28 1.06x, rn50_1x1_56 1.08x (bench/RESULTS.md, forty-fifth session).
-        s.x_in_place = plain_x && variant_layout() == Layout::NXC && bt.bits() != 16 && cpu_schedule;
+        // nxg_xp (depthwise, every tap of a vector of groups in a register: a predicate per tap
+        // and position cost a branch each, 0.46-0.65x): the taps of the few rows, planes and
+        // columns at the ends that reach past x read x there instead of zeros, and those
+        // products are summed again and subtracted (the frame, below). Staged with its zero
+        // border (nxg), x's copy was a pass of its own that waited on memory (perf: 30 % of
+        // mb_dw32_112's call). (Read through its zero padding along x, Halide's partition of
+        // a row's positions left LLVM copying the tile's accumulators from one loop to the
+        // next and spilling one, 18 copies a position; without the partition, the tests cost
+        // more than the copy saved.)
+        const Expr x_extent[3] = {x.dim(kX).extent(), x.dim(kY).extent(), x.dim(kZ).extent()};
+        const Layout in_place = variant_layout();
+        s.x_in_place = plain_x && (in_place == Layout::NXC || in_place == Layout::NXG) && bt.bits() != 16 && cpu_schedule;
         if (s.x_in_place) {
-            const Expr extent[3] = {x.dim(kX).extent(), x.dim(kY).extent(), x.dim(kZ).extent()};
             Var c, x_, y, z, g, n_;
+            const Expr at[3] = {x_, y, z};
+            Expr inside[3];
+            for (int a = 0; a < 3; a++) {
+                // nxg_xp: along a strided axis, an index past x is reflected at x's edge (-1
+                // reads 1), a pixel the same tap reads at another position where the stride is
+                // 2 (the same parity), so that an infinity or NaN in x reaches only the taps
+                // whose true sums it reaches (kernel_registry.h: at most stride 2). (Clamped
+                // to the edge, a stride-2 tap that never reads the edge made inf - inf = NaN
+                // of it; with unit strides the clamp is such a pixel, and the tiles' stride-1
+                // branches keep it: the reflection cost the 1-vector tiles 0.85x.) The clamp
+                // keeps reflections of indices more than a plane past x inside it.
+                Expr i = at[a];
+                if (in_place == Layout::NXG) {
+                    i = Halide::select(ax[a].stride == 1, i, Halide::min(Halide::max(i, -i), 2 * (x_extent[a] - 1) - i));
+                }
+                inside[a] = Halide::clamp(i, 0, x_extent[a] - 1);
+            }
             s.x_in = Func("x_in");
-            s.x_in(c, x_, y, z, g, n_) = widen(x(c, Halide::clamp(x_, 0, extent[0] - 1), Halide::clamp(y, 0, extent[1] - 1),
-                                                 Halide::clamp(z, 0, extent[2] - 1), g, n_));
-            for (int a = 0; a < 3; a++) s.r.where(i[a] >= 0 && i[a] < extent[a]);
+            s.x_in(c, x_, y, z, g, n_) = widen(x(c, inside[0], inside[1], inside[2], g, n_));
+            if (in_place == Layout::NXC) {
+                for (int a = 0; a < 3; a++) s.r.where(i[a] >= 0 && i[a] < x_extent[a]);
+            }
         }
         s.acc = Func("acc");
         s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
         s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
             s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
 
-        dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
+        Expr sum = s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g);
+        if (s.x_in_place && in_place == Layout::NXG) {
+            // The products of the taps that read past x, summed apart: along each axis, for
+            // tap k, the first `before` output rows (planes, columns) and the last `after`.
+            // Rows first (every position of such a row), then planes (in rows inside x), then
+            // columns (in rows and planes inside), so no product is counted twice. Each is a
+            // reduction over its axis's positions counted from their end, whose predicate
+            // `j < count` Halide trims the loop to (a tap's few rows, not a test per row).
+            const auto ceil_div = [](const Expr &a, const Expr &b) { return (a + b - 1) / b; };
+            Expr before[3], after[3];
+            for (int a = 0; a < 3; a++) {
+                const AxisParams &p = ax[a];
+                before[a] = Halide::clamp(ceil_div(p.pad_begin - k[a] * p.dilation, p.stride), 0, out[a]);
+                after[a] = Halide::clamp(out[a] - ceil_div(x_extent[a] + p.pad_begin - k[a] * p.dilation, p.stride), 0, out[a]);
+            }
+            s.frame = Func("frame");
+            s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
+            for (const int a : {1, 2, 0}) {
+                for (const bool from_end : {false, true}) {
+                    RDom f({{0, out[0]}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}},
+                           "f" + std::to_string(s.frame.num_update_definitions()));
+                    Expr fo[3] = {f[0], f[1], f[2]};
+                    if (from_end) fo[a] = out[a] - 1 - f[a];
+                    Expr condition = f[a] < (from_end ? after[a] : before[a]);
+                    for (const int inside : {1, 2}) {  // the axes done before this one
+                        if (inside == a) break;
+                        condition = condition && f[inside] >= before[inside] && f[inside] < out[inside] - after[inside];
+                    }
+                    f.where(condition);
+                    Expr fi[3];
+                    for (int b = 0; b < 3; b++) fi[b] = fo[b] * ax[b].stride - ax[b].pad_begin + k[b] * ax[b].dilation;
+                    s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
+                        s.x_in(s.ci, fi[0], fi[1], fi[2], s.g, f[3]) * s.dy_in(s.co, fo[0], fo[1], fo[2], s.g, f[3]);
+                }
+            }
+            sum -= s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g);
+        }
+        dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(sum);
         s.dw = dw;
 
         const Layout lay = variant_layout();

@@ -65,6 +65,39 @@ void stage_x_blocks(BwdWeightsStages &s, int vec, bool transpose) {
     }
 }
 
+// nxg_xp's correction (the taps' products over the rows and planes they read past x: a
+// few per image and tap): a tile per vector of groups, in parallel, computed at `at` (dw's
+// block of groups) as acc is. Each tap's loops over the positions inside its own, so that
+// Halide trims the rows' (planes') loop to those the tap's predicate holds on.
+void schedule_frame(BwdWeightsStages &s, const LoopLevel &at, int vec) {
+    Func tiles = s.frame.in(s.dw);
+    Var t_o("t_o"), t_i("t_i");
+    tiles.compute_at(at);
+    s.frame.compute_at(tiles, t_o).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
+    // Tiles of up to four vectors of groups: each of a tile's taps is one chain of FMAs
+    // through the frame's positions, a vector's chain as long as a tap's positions.
+    for (int lanes : {4 * vec, 2 * vec, vec}) {
+        tiles.specialize(s.g_extent >= lanes)
+            .split(s.g, t_o, t_i, lanes, TailStrategy::ShiftInwards)
+            .vectorize(t_i)
+            .reorder(t_i, s.ci, s.co, s.kx, s.ky, s.kz, t_o)
+            .parallel(t_o);
+        s.frame.specialize(s.g_extent >= lanes).vectorize(s.g, lanes, TailStrategy::GuardWithIf);
+    }
+    tiles.split(s.g, t_o, t_i, 1).reorder(t_i, s.ci, s.co, s.kx, s.ky, s.kz, t_o);
+    // (The updates come as generators/bwd_weights_generator.cpp defines them: rows, planes,
+    // then columns, two each. A column's positions run along its rows, innermost.)
+    for (int u = 0; u < s.frame.num_update_definitions(); u++) {
+        const std::vector<RVar> r = s.frame.rvars(u);  // (ox, oy, oz, n)
+        const bool columns = u >= 4;
+        Stage update = s.frame.update(u);
+        update.reorder(s.g, r[columns ? 1 : 0], r[columns ? 0 : 1], r[2], r[3], s.kx, s.ky, s.kz);
+        for (int lanes : {4 * vec, 2 * vec, vec}) {
+            update.specialize(s.g_extent >= lanes).vectorize(s.g, lanes, TailStrategy::GuardWithIf);
+        }
+    }
+}
+
 }  // namespace
 
 void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout layout) {
@@ -191,7 +224,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // Transposed whole before the tiles, they made two passes over memory more (NCHW
         // mb_dw960_7: 0.26 ms against 0.11 in NHWC).
         if (!channels_first) {
-            stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(sums, u));
+            if (!s.x_in_place) stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(sums, u));
             if (s.staged_dy) stage_in_cache(s.dy_in, s.dy_in.args()[4], vec, LoopLevel(sums, u));
         } else {
             // An image's planes of the block, every chunk of them; one allocation a task.
@@ -228,6 +261,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         if (!group_blocks) tile(pixel_tile, 2 * vec, 1);
         tile(s.g_extent >= vec, vec, s.tuned.get("dw_positions", 2));
         part.update().reorder(s.g, ox, oyi, oz, s.kx, s.ky, s.kz);
+        if (s.frame.defined()) schedule_frame(s, LoopLevel(s.dw, gb), vec);
         return;
     }
 

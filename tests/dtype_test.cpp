@@ -135,23 +135,42 @@ void expect_oix_pointwise_slabs(DType t, const std::string &kernel, double toler
     }
 }
 
+// A channels-last (NXC, XIO) depthwise filter gradient of `c` on random data: the kernel
+// `kernel` runs it, within 1e-12 (float64) or 1e-5 of the float64 reference.
+void expect_nhwc_depthwise_filters(const NdConv &c, DType dtype, const std::string &kernel, uint64_t seed) {
+    const ConvProblem p = to_problem(c, dtype, true, true);
+    Rng rng(seed);
+    const auto x = random_values(num_elements(c.x_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
+    const RunResult r = run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(c.rank)),
+                                    permute(dy, c.dy_shape(), ncx_to_nxc(c.rank)), false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    EXPECT_EQ(r.kernel, kernel);
+    const double tolerance = dtype == DType::kFloat64 ? 1e-12 : 1e-5;
+    EXPECT_LE(relative_error(r.result, permute(nd_backprop_filter(c, x, dy), c.w_shape(), oix_to_xio(c.rank))), tolerance);
+}
+
 TEST(DtypeContract, OixPointwiseSlabsFloat32) { expect_oix_pointwise_slabs(DType::kFloat32, "f32_ncx_cs", 1e-5); }
 TEST(DtypeContract, OixPointwiseSlabsFloat64) { expect_oix_pointwise_slabs(DType::kFloat64, "f64_ncx_cs", 1e-12); }
 
 // The staged-dy depthwise filter gradient (nxg_sd: NHWC dy of at least 8 MB, pixels wider
-// than two lines, 3x3; kernel_registry.h) in float64: 96 groups on 80x80, dy 9.8 MB.
+// than two lines, 3x3; kernel_registry.h) in float64: 256 groups on 8x8 planes (more than a
+// third of them in the frame, so not nxg_xp), dy 8.4 MB.
 TEST(DtypeContract, StagedDyFiltersFloat64) {
     NdConv c;
-    c.rank = 2, c.batch = 2, c.groups = 96, c.cin = 96, c.cout = 96;
-    c.in = {80, 80}, c.out = {80, 80}, c.kernel = {3, 3}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {1, 1};
-    const ConvProblem p = to_problem(c, DType::kFloat64, true, true);
-    Rng rng(37);
-    const auto x = random_values(num_elements(c.x_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
-    const RunResult r = run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(2)),
-                                    permute(dy, c.dy_shape(), ncx_to_nxc(2)), false);
-    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-    EXPECT_EQ(r.kernel, "bwd_weights_f64_nxg_sd");
-    EXPECT_LE(relative_error(r.result, permute(nd_backprop_filter(c, x, dy), c.w_shape(), oix_to_xio(2))), 1e-12);
+    c.rank = 2, c.batch = 64, c.groups = 256, c.cin = 256, c.cout = 256;
+    c.in = {8, 8}, c.out = {8, 8}, c.kernel = {3, 3}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {1, 1};
+    expect_nhwc_depthwise_filters(c, DType::kFloat64, "bwd_weights_f64_nxg_sd", 37);
+}
+
+// The depthwise plain-x filter gradient (nxg_xp, kernel_registry.h) in 3-D (NDHWC, a 3x3x1
+// filter: frames of planes and rows, the planes' in rows inside x), float32 and float64.
+TEST(DtypeContract, DepthwisePlainX3d) {
+    NdConv c;
+    c.rank = 3, c.batch = 2, c.groups = 32, c.cin = 32, c.cout = 32;
+    c.in = {12, 14, 16}, c.out = {12, 14, 16}, c.kernel = {3, 3, 1}, c.stride = {1, 1, 1}, c.dilation = {1, 1, 1};
+    c.pad_begin = {1, 1, 0};
+    expect_nhwc_depthwise_filters(c, DType::kFloat32, "bwd_weights_f32_nxg_xp", 38);
+    expect_nhwc_depthwise_filters(c, DType::kFloat64, "bwd_weights_f64_nxg_xp", 39);
 }
 
 // int32 wraps on overflow exactly like TF: large products summed past 2^31.

@@ -481,21 +481,22 @@ TEST(TfEdge, DepthwisePixelTileFilter) {
 }
 
 // NHWC depthwise filter gradients whose dy streams from memory (at least 8 MB) with pixels
-// wider than two cache lines and at most 3x3 taps take nxg_sd, dy staged per chunk
+// wider than two cache lines and at most 3x3 taps, on planes too small for nxg_xp (more than
+// a third of their positions in its frame), take nxg_sd, dy staged per chunk
 // (kernel_registry.h: kStagedDyMinBytes): 3x3 stride 1 and 2; smaller dy, 32 groups
 // (128-byte pixels) and 5x5 filters stay on nxg.
 TEST(TfEdge, StagedDyDepthwiseFilter) {
-    const TfConv2D large = conv({2, 112, 112, 96}, {3, 3, 1, 96}, "SAME", 1, 1);  // dy 9.6 MB
-    expect_matches_reference(large);
-    expect_kernel(large, "bwd_weights_f32_nxg_sd");
-    const TfConv2D strided = conv({2, 330, 330, 48}, {3, 3, 1, 48}, "SAME", 2, 2);  // dy 10.5 MB
+    const TfConv2D small = conv({64, 8, 8, 512}, {3, 3, 1, 512}, "SAME", 1, 1);  // dy 8.4 MB
+    expect_matches_reference(small);
+    expect_kernel(small, "bwd_weights_f32_nxg_sd");
+    const TfConv2D strided = conv({256, 7, 7, 512}, {3, 3, 1, 512}, "SAME", 2, 2);  // dy 8.4 MB on 4x4
     expect_matches_reference(strided);
     expect_kernel(strided, "bwd_weights_f32_nxg_sd");
     const TfConv2D five = conv({1, 150, 150, 144}, {5, 5, 1, 144}, "SAME", 1, 1);  // dy 13 MB
     expect_matches_reference(five);
     expect_kernel(five, "bwd_weights_f32_nxg");
-    expect_kernel(conv({2, 56, 56, 144}, {3, 3, 1, 144}, "SAME", 1, 1), "bwd_weights_f32_nxg");  // dy 3.6 MB
-    expect_kernel(conv({2, 182, 182, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "bwd_weights_f32_nxg");  // 8.5 MB, 128-byte pixels
+    expect_kernel(conv({16, 8, 8, 512}, {3, 3, 1, 512}, "SAME", 1, 1), "bwd_weights_f32_nxg");   // dy 2.1 MB
+    expect_kernel(conv({1024, 8, 8, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "bwd_weights_f32_nxg");  // 8.4 MB, 128-byte pixels
 }
 
 // NCHW data gradients with more than 4 channels per group and rows that whole vectors cover
@@ -975,6 +976,53 @@ TEST(TfEdge, PlainXSkipsThePadding) {
                               conv({2, 100, 100, 60}, {5, 5, 60, 32}, "VALID", 2, 2)}) {
         expect_filter_gradient_by(c, "nxc_xp", 7);
     }
+}
+
+// NHWC depthwise filter gradients with at most 9 taps whose frame (the positions with a tap
+// past x) is at most a third of dy's take nxg_xp: x read in place, each index clamped, and
+// the frame's products summed again and subtracted (generators/bwd_weights_generator.cpp):
+// 32 groups (a two-vector tile), stride 2 on odd sizes, explicit pads of 2 and 0 on one axis
+// and 0 and 3 on the other with dilation 2, a 1x3 filter, VALID (no frame), 8 groups (fewer
+// than a vector), float32 and float64, tensors aligned and one element into their storage.
+// A 7x7 plane (half of it frame) and a 5x5 filter stay on nxg; MobileNet's 112x112 layers
+// take nxg_xp over nxg_sd.
+TEST(TfEdge, DepthwisePlainXFilter) {
+    expect_filter_gradient_by(conv({2, 30, 34, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "nxg_xp", 11);
+    expect_filter_gradient_by(conv({2, 29, 31, 48}, {3, 3, 1, 48}, "SAME", 2, 2), "nxg_xp", 12);
+    TfConv2D padded = conv({1, 40, 36, 64}, {3, 3, 1, 64}, "EXPLICIT", 1, 1);
+    padded.explicit_paddings = {0, 0, 2, 0, 0, 3, 0, 0};
+    padded.dilations = {1, 2, 2, 1};
+    expect_filter_gradient_by(padded, "nxg_xp", 13);
+    expect_filter_gradient_by(conv({2, 20, 24, 16}, {1, 3, 1, 16}, "SAME", 1, 1), "nxg_xp", 14);
+    expect_filter_gradient_by(conv({2, 18, 20, 24}, {3, 3, 1, 24}, "VALID", 1, 1), "nxg_xp", 15);
+    expect_filter_gradient_by(conv({2, 24, 24, 8}, {3, 3, 1, 8}, "SAME", 1, 1), "nxg_xp", 16);
+    expect_kernel(conv({2, 7, 7, 64}, {3, 3, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+    expect_kernel(conv({2, 28, 28, 64}, {5, 5, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+    const TfConv2D large = conv({2, 112, 112, 96}, {3, 3, 1, 96}, "SAME", 1, 1);  // dy 9.6 MB
+    expect_matches_reference(large);
+    expect_kernel(large, "bwd_weights_f32_nxg_xp");
+    expect_kernel(conv({2, 60, 60, 32}, {3, 3, 1, 32}, "SAME", 3, 3), "bwd_weights_f32_nxg");
+}
+
+// nxg_xp reads x past its edges where its taps reach the padding, and subtracts those
+// products again: along a stride-2 axis at the reflected pixel (-1 reads 1), which the same
+// tap reads at another position, so an infinity in x reaches only the taps whose true sums
+// it reaches. Infinities at x's first column and first row on even pixels, which the taps
+// that read odd ones never read (clamped to the edge instead, inf - inf made them NaN).
+TEST(TfEdge, DepthwisePlainXEdgesStayOut) {
+    TfConv2D c = conv({1, 31, 31, 16}, {3, 3, 1, 16}, "EXPLICIT", 2, 2);
+    c.explicit_paddings = {0, 0, 1, 1, 1, 1, 0, 0};
+    ASSERT_TRUE(infer_out_backprop(c));
+    expect_kernel(c, "bwd_weights_f32_nxg_xp");
+    Rng rng(9);
+    auto x = random_values(num_elements(c.input), rng), dy = random_values(num_elements(c.out_backprop), rng);
+    const int64_t width = 31, groups = 16;
+    x[(5 * width + 0) * groups + 3] = std::numeric_limits<double>::infinity();   // row 5, column 0
+    x[(0 * width + 6) * groups + 7] = -std::numeric_limits<double>::infinity();  // row 0, column 6
+    const auto ref = backprop_filter(c, x, dy);
+    const TfRunResult r = run_tf(c, false, x, dy, false);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    expect_finite_sums_match(r.result, ref);
 }
 
 // A flat-plane tap that crosses a row's end reads the neighbouring row's pixel, and the

@@ -42,7 +42,9 @@ struct LayoutRequirement {
     bool staged_dy = false;      // nxg_sd: dy of at least kStagedDyMinBytes, pixels wider than
                                  // kStagedDyMinPixelBytes, at most kStagedDyMaxTaps taps
     bool plain_x = false;        // nxc_xp, ncx_xp: at most kPlainXMaxProducts products per x
-                                 // element, x of at least kPlainXMinBytes
+                                 // element, x of at least kPlainXMinBytes; nxg_xp: at most
+                                 // kDepthwisePlainXMaxTaps taps, strides of at most 2, a third
+                                 // of the positions in the frame
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -149,6 +151,21 @@ constexpr int64_t kStagedDyMaxTaps = 9;
 // (1 MB) 1.01x, 64 on 28x28, batch 1 (200 KB) 0.89x; off the suite, 3x3 stride 2 over 64
 // channels on 112x112 1.08x, 1x1 stride 2 512 -> 1024 on 28x28 1.02x.
 constexpr int64_t kPlainXMaxProducts = 384;
+// The depthwise plain-x variant (nxg_xp: NHWC depthwise filter gradients with x read in
+// place, each index clamped (reflected at the edge along stride-2 axes), and the products of
+// the frame's taps that reach past x, read so too, summed again and subtracted;
+// generators/bwd_weights_generator.cpp) takes strides of at most 2 and filters of at most
+// kDepthwisePlainXMaxTaps taps whose frame (the positions with a tap past x) is at most
+// 1 / kDepthwisePlainXFrameShare of dy's positions. Kernel alone on the Zen 5
+// (AVX-512 f32, ms ratio of the kernel the registry took before / nxg_xp; bench/RESULTS.md,
+// forty-seventh session): mb_dw32_112 1.18-1.38x, mb_dw96s2_112 1.63x (nxg_sd; 0.79x of
+// that with the reflection), mb_dw144_56 1.09x (nxg_sd), mb_dw576s2_14 1.20x (0.85x of that
+// with the reflection), mb_dw192_28 0.93-1.10x; off the suite 64
+// groups on 56x56 1.13x, 96 on 112x112 stride 2 batch 1 1.91x, dilation 2 1.35x, 48 groups
+// on 33x31 1.37x. A 7x7 plane (mb_dw960_7: half its positions in the frame) ran 0.64x and a
+// 5x5 filter on 28x28 0.73x.
+constexpr int64_t kDepthwisePlainXMaxTaps = 9;
+constexpr int64_t kDepthwisePlainXFrameShare = 3;
 constexpr int64_t kPlainXMinBytes = int64_t(4) << 20;
 
 // The Winograd kernels (nxc_wg, ncx_wg, generators/winograd.h) hold 36 x C_in x C_out values per

@@ -1,7 +1,7 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt): per
 // (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: the filter gradient's
-// nxg_sd for large dy, nxg with groups
+// nxg_xp for x read in place, nxg_sd for large dy, nxg with groups
 // contiguous, ncg_fp for flat planes, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
 // small groups, nxc_cs for whole slabs of channels, nxc_xp for the filter gradient's few
@@ -57,6 +57,7 @@ constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, fal
 constexpr LayoutRequirement layout_nxg_sd = {kG, true, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_xp = {kC, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_xp = {kX, false, false, false, false, false, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_nxg_xp = {kG, true, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
@@ -107,6 +108,24 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
 // (each image's planes one row), 3 groups or more (the first and last are read through
 // zeros), small planes over enough images, no 4 KB image stride, and every vector's reads
 // (kFlatFilterVectorLanes positions, each tap's offset on) inside the next plane.
+// The output positions of one image (dy's) whose taps reach past x along some axis: the
+// frame that the depthwise plain-x kernel (nxg_xp, generators/bwd_weights_generator.cpp)
+// reads x clamped on and corrects.
+int64_t frame_positions(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
+    const auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
+    int64_t all = 1, interior = 1;
+    for (int a = 0; a < p.spatial_rank; a++) {
+        const int dim = kX + (p.spatial_rank - 1 - a);  // (ConvProblem's axes run outermost first)
+        const int64_t out = dy.extent[dim], in = x.extent[dim], pad = p.pads_begin[a];
+        const int64_t before = std::clamp<int64_t>(ceil_div(pad, p.strides[a]), 0, out);
+        const int64_t last = (p.kernel_size[a] - 1) * p.dilations[a];
+        const int64_t after = std::clamp<int64_t>(out - ceil_div(in + pad - last, p.strides[a]), 0, out);
+        all *= out;
+        interior *= std::max<int64_t>(0, out - before - after);
+    }
+    return all - interior;
+}
+
 bool flat_filter_fits(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
     using canonical::kY;
     using canonical::kZ;
@@ -257,9 +276,21 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             return false;
         }
     }
-    // Plain-x kernels: few products per element of x (its group's dy channels, act1, times
-    // the taps over the strides' product), and x (act0) that streams from memory.
-    if (needs.plain_x) {
+    // Depthwise plain-x kernels (nxg_xp): strides of at most 2 (where x's reflected edge is a
+    // pixel the same tap reads), at most kDepthwisePlainXMaxTaps taps, and at most
+    // 1 / kDepthwisePlainXFrameShare of the positions in the frame they correct.
+    if (needs.plain_x && needs.one_channel_per_group) {
+        for (int a = 0; a < p.spatial_rank; a++) {
+            if (p.strides[a] > 2) return false;
+        }
+        if (taps_along(p, p.spatial_rank) > kDepthwisePlainXMaxTaps) return false;
+        if (frame_positions(p, act0, act1) * kDepthwisePlainXFrameShare > act1.extent[kX] * act1.extent[canonical::kY] *
+                                                                             act1.extent[canonical::kZ]) {
+            return false;
+        }
+    } else if (needs.plain_x) {
+        // Plain-x kernels: few products per element of x (its group's dy channels, act1, times
+        // the taps over the strides' product), and x (act0) that streams from memory.
         int64_t strides = 1;
         for (int a = 0; a < p.spatial_rank; a++) strides *= p.strides[a];
         if (act1.extent[kC] * taps_along(p, p.spatial_rank) > kPlainXMaxProducts * strides ||

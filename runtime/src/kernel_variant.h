@@ -89,7 +89,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc_xp", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx_xp", "ncx", "any"};
+    else order = {"nxg_xp", "nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc_xp", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx_xp", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
