@@ -65,17 +65,18 @@ void stage_x_blocks(BwdWeightsStages &s, int vec, bool transpose) {
     }
 }
 
-// nxg_xp's correction (the taps' products over the rows and planes they read past x: a
-// few per image and tap): a tile per vector of groups, in parallel, computed at `at` (dw's
-// block of groups) as acc is. Each tap's loops over the positions inside its own, so that
-// Halide trims the rows' (planes') loop to those the tap's predicate holds on.
+// nxg_xp's correction (the taps' products over the rows, planes and columns they read past
+// x: a few per image and tap): tiles of groups, in parallel, computed at `at` (dw's block of
+// groups) as acc is. Each tap's loops over the positions inside its own, so that Halide
+// trims the rows' (planes', columns') loop to those the tap's predicate holds on.
 void schedule_frame(BwdWeightsStages &s, const LoopLevel &at, int vec) {
     Func tiles = s.frame.in(s.dw);
     Var t_o("t_o"), t_i("t_i");
     tiles.compute_at(at);
     s.frame.compute_at(tiles, t_o).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
-    // Tiles of up to four vectors of groups: each of a tile's taps is one chain of FMAs
-    // through the frame's positions, a vector's chain as long as a tap's positions.
+    // Tiles of up to four vectors of groups, fewer loops over the taps and images. (Measured
+    // no faster than one vector: the frame's cost is its columns' reads, cold and a row apart,
+    // after the main pass; kernel alone 7-20 % of the call on 28x28 to 112x112 planes.)
     for (int lanes : {4 * vec, 2 * vec, vec}) {
         tiles.specialize(s.g_extent >= lanes)
             .split(s.g, t_o, t_i, lanes, TailStrategy::ShiftInwards)

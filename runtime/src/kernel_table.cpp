@@ -103,11 +103,6 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     return tiled <= kWinogradMaxOvercompute * w * h;
 }
 
-// The flat-plane filter gradient's problems (kernel_registry.h: kFlatFilterPlaneMax): 2-D,
-// unit strides, x (act0) and dy (act1) of one row width with contiguous rows and dense planes
-// (each image's planes one row), 3 groups or more (the first and last are read through
-// zeros), small planes over enough images, no 4 KB image stride, and every vector's reads
-// (kFlatFilterVectorLanes positions, each tap's offset on) inside the next plane.
 // The output positions of one image (dy's) whose taps reach past x along some axis: the
 // frame that the depthwise plain-x kernel (nxg_xp, generators/bwd_weights_generator.cpp)
 // reads x clamped on and corrects.
@@ -126,6 +121,11 @@ int64_t frame_positions(const ConvProblem &p, const CanonicalView &x, const Cano
     return all - interior;
 }
 
+// The flat-plane filter gradient's problems (kernel_registry.h: kFlatFilterPlaneMax): 2-D,
+// unit strides, x (act0) and dy (act1) of one row width with contiguous rows and dense planes
+// (each image's planes one row), 3 groups or more (the first and last are read through
+// zeros), small planes over enough images, no 4 KB image stride, and every vector's reads
+// (kFlatFilterVectorLanes positions, each tap's offset on) inside the next plane.
 bool flat_filter_fits(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
     using canonical::kY;
     using canonical::kZ;
