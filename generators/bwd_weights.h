@@ -17,6 +17,7 @@ struct BwdWeightsStages {
     // nxc_sg: x_in reads x_pairs (gpar, c, x, y, z, gp, n), x staged with the channels of
     // groups 2*gp and 2*gp + 1 interleaved.
     bool small_groups = false;
+    bool group_tasks = false;  // nxg_gt: a task per block of groups, every image, no partial sums
     bool staged_dy = false;  // nxg_sd: each chunk's rows of dy staged in cache, as x's are
     // nxc_xp and nxg_xp (CPUs, native float types): x_in reads x in place, its indices
     // clamped into x; nxc_xp's reduction (r) skips the positions whose taps fall on the

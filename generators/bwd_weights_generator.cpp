@@ -44,6 +44,10 @@ public:
     // layers do not pay back (runtime/src/kernel_registry.h: kPlainXMaxProducts); ncx_xp
     // stages it as it is, nxc_xp reads it in place (s.x_in_place, below).
     GeneratorParam<bool> plain_x{"plain_x", false};
+    // true: the group-task variant (nxg_gt: NHWC depthwise layers on small planes): a
+    // thread's task is a block of groups over every image, summed in registers, with no
+    // partial sums per chunk (schedules/cpu_bwd_weights.cpp).
+    GeneratorParam<bool> group_tasks{"group_tasks", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -81,6 +85,10 @@ public:
         if (plain_x && ((variant_layout() != Layout::NXC && variant_layout() != Layout::NCX && variant_layout() != Layout::NXG) ||
                         small_groups || dy_broadcasts || staged_dy || get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: plain_x is a CPU variant of layout=nxc, ncx or nxg alone");
+        }
+        if (group_tasks && (variant_layout() != Layout::NXG || staged_dy || plain_x || bt.bits() == 16 ||
+                            get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: group_tasks is a CPU variant of layout=nxg alone, for native float types");
         }
         if (small_groups && bt.bits() == 16) {
             throw std::invalid_argument("convgrad: small_groups is a variant for native float types");
@@ -144,6 +152,7 @@ public:
         s.dy_broadcasts = dy_broadcasts;
         s.small_groups = pairs;
         s.staged_dy = staged_dy;
+        s.group_tasks = group_tasks;
 
         const Expr out[3] = {dy.dim(kX).extent(), dy.dim(kY).extent(), dy.dim(kZ).extent()};
         s.r = RDom({{0, out[0]}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}}, "r");

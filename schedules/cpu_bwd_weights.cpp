@@ -74,17 +74,16 @@ void schedule_frame(BwdWeightsStages &s, const LoopLevel &at, int vec) {
     Var t_o("t_o"), t_i("t_i");
     tiles.compute_at(at);
     s.frame.compute_at(tiles, t_o).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
-    // Tiles of up to four vectors of groups, fewer loops over the taps and images. (Measured
-    // no faster than one vector: the frame's cost is its columns' reads, cold and a row apart,
-    // after the main pass; kernel alone 7-20 % of the call on 28x28 to 112x112 planes.)
-    for (int lanes : {4 * vec, 2 * vec, vec}) {
-        tiles.specialize(s.g_extent >= lanes)
-            .split(s.g, t_o, t_i, lanes, TailStrategy::ShiftInwards)
-            .vectorize(t_i)
-            .reorder(t_i, s.ci, s.co, s.kx, s.ky, s.kz, t_o)
-            .parallel(t_o);
-        s.frame.specialize(s.g_extent >= lanes).vectorize(s.g, lanes, TailStrategy::GuardWithIf);
-    }
+    // Tiles of a vector of groups, in parallel. (Tiles of two and four vectors measured no
+    // faster: the frame's cost is its columns' reads, cold and a row apart, after the main
+    // pass, 7-20 % of the call on 28x28 to 112x112 planes; and four vectors left 192 groups
+    // three tasks for two threads.)
+    tiles.specialize(s.g_extent >= vec)
+        .split(s.g, t_o, t_i, vec, TailStrategy::ShiftInwards)
+        .vectorize(t_i)
+        .reorder(t_i, s.ci, s.co, s.kx, s.ky, s.kz, t_o)
+        .parallel(t_o);
+    s.frame.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
     tiles.split(s.g, t_o, t_i, 1).reorder(t_i, s.ci, s.co, s.kx, s.ky, s.kz, t_o);
     // (The updates come as generators/bwd_weights_generator.cpp defines them: rows, planes,
     // then columns, two each. A column's positions run along its rows, innermost.)
@@ -93,10 +92,47 @@ void schedule_frame(BwdWeightsStages &s, const LoopLevel &at, int vec) {
         const bool columns = u >= 4;
         Stage update = s.frame.update(u);
         update.reorder(s.g, r[columns ? 1 : 0], r[columns ? 0 : 1], r[2], r[3], s.kx, s.ky, s.kz);
-        for (int lanes : {4 * vec, 2 * vec, vec}) {
-            update.specialize(s.g_extent >= lanes).vectorize(s.g, lanes, TailStrategy::GuardWithIf);
-        }
+        update.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
     }
+}
+
+// nxg_gt: a task per block of groups (two vectors where there are two, under at most 9 taps
+// with 32 vector registers, else one; the last block shifted inwards, its overlap summed
+// twice alike), every image and position summed into the block's taps in registers; each
+// image's plane of x, the block's groups with its zero border, staged in cache. Kernel
+// alone against whole pairs of vectors and one-vector blocks for the rest: 144 groups on
+// 28x28 1.77x, 240 on 14x14 2.02x. (The plane of x staged for every image at once, a block
+// held 922 KB on mb_dw192_28: 0.81-0.90x; dy staged per image too 0.69-0.79x; x staged per
+// row, a sliding window, 0.50-0.73x.)
+void schedule_group_tasks(BwdWeightsStages &s, const Target &target, int vec) {
+    Var gb("gb"), gv("gv");
+    const RVar ox = s.r[0], oy = s.r[1], oz = s.r[2], n = s.r[3];
+    const Expr two = s.g_extent >= 2 * vec && vector_registers(target) == 32 &&
+                     s.kx_extent * s.ky_extent * s.kz_extent <= 9;
+    const auto blocks = [&](Stage st, int lanes, TailStrategy tail) {
+        st.split(s.g, gb, gv, lanes, tail).reorder(gv, s.ci, s.co, s.kx, s.ky, s.kz, gb).parallel(gb);
+        if (lanes > 1) st.vectorize(gv);
+    };
+    // (The filter's size specialised in dw's loops too: acc, allocated in them, then has a
+    // constant size, and LLVM keeps its taps in registers; else a load and a store per FMA.)
+    for (const auto &[condition, lanes] : {std::pair{two, 2 * vec}, std::pair{s.g_extent >= vec, vec}}) {
+        Stage st = s.dw.specialize(condition);
+        for (int taps : {3, 5}) blocks(st.specialize(s.square_2d(taps)), lanes, TailStrategy::ShiftInwards);
+        blocks(st, lanes, TailStrategy::ShiftInwards);
+    }
+    blocks(s.dw, 1, TailStrategy::Auto);
+    s.acc.compute_at(s.dw, gb).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
+    for (const auto &[condition, lanes] : {std::pair{two, 2 * vec}, std::pair{s.g_extent >= vec, vec}}) {
+        s.acc.specialize(condition).vectorize(s.g, lanes);
+        Stage update = s.acc.update().specialize(condition);
+        for (Stage st : taps_in_registers(s, update, s.g, {ox, oy, oz, n}, {})) {
+            st.vectorize(s.g, lanes);
+            for (int stride : {1, 2}) st.specialize(s.stride_x == stride && s.dilation_x == 1);
+        }
+        update.reorder(s.g, ox, oy, oz, n, s.kx, s.ky, s.kz).vectorize(s.g, lanes);
+    }
+    s.acc.update().reorder(s.g, ox, oy, oz, n, s.kx, s.ky, s.kz);
+    stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(s.acc, n));
 }
 
 }  // namespace
@@ -124,6 +160,10 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const RVar ox = s.r[0], oy = s.r[1], oz = s.r[2], n = s.r[3];
     Var co_o("co_o"), co_i("co_i"), ci_o("ci_o"), ci_i("ci_i"), co_vo("co_vo"), co_vi("co_vi");
 
+    if (groups_vectorised && s.group_tasks) {
+        schedule_group_tasks(s, target, vec);
+        return;
+    }
     if (groups_vectorised) {
         // Partial sums over chunks of `dw_rows` output rows of one image, in parallel; then
         // summed in a fixed order.

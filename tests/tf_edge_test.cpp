@@ -450,7 +450,9 @@ TEST(TfEdge, DepthwiseRowBlocks) {
 
 // Depthwise filter gradients with at least 512 groups add their chunks' sums per block of
 // 128 groups in parallel (cpu_bwd_weights.cpp): 520 groups leave a last block of 8; NHWC
-// and NCHW (channel vectors on small planes), stride 1 and 2; 511 groups, one block.
+// and NCHW (channel vectors on small planes), stride 1 and 2; 511 groups, one block. (NHWC
+// small planes take nxg_gt, a task per block of groups, the last shifted inwards; nxg's
+// blocks are checked on a plane past nxg_gt's largest at stride 3, past nxg_xp's.)
 TEST(TfEdge, DepthwiseManyGroupsFilter) {
     for (int64_t groups : {520, 511}) {
         for (int64_t stride : {1, 2}) {
@@ -459,7 +461,10 @@ TEST(TfEdge, DepthwiseManyGroupsFilter) {
             expect_matches_reference(as_nchw(c));
         }
     }
-    expect_kernel(conv({2, 7, 6, 520}, {3, 3, 1, 520}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+    expect_kernel(conv({2, 7, 6, 520}, {3, 3, 1, 520}, "SAME", 1, 1), "bwd_weights_f32_nxg_gt");
+    const TfConv2D large = conv({1, 88, 86, 520}, {3, 3, 1, 520}, "SAME", 3, 3);  // dy 30x29
+    expect_matches_reference(large);
+    expect_kernel(large, "bwd_weights_f32_nxg");
     expect_kernel(as_nchw(conv({2, 7, 6, 520}, {3, 3, 1, 520}, "SAME", 1, 1)), "bwd_weights_f32_ncg");
 }
 
@@ -468,7 +473,9 @@ TEST(TfEdge, DepthwiseManyGroupsFilter) {
 // vectors under filters of at most 9 taps: 32 groups (AVX-512 f32) and 16 (AVX2 f32), 64
 // and 96 (AVX-512: 2 and 3 tiles of two vectors a pixel; AVX2: 4 and 6 vectors, one a
 // tile), 3x3 with stride 1 and 2, 5x5 and a 3x5 filter (no tap specialisation; past 9 taps
-// one-vector tiles for 64 and 96), odd widths; 48 groups keep the one-vector tiles.
+// one-vector tiles for 64 and 96), odd widths; 48 groups keep the one-vector tiles. (64 and
+// 96 groups on these planes take nxg_gt: on a plane past its largest, at stride 3, past
+// nxg_xp's, they take nxg's tiles.)
 TEST(TfEdge, DepthwisePixelTileFilter) {
     for (int64_t groups : {32, 16, 64, 96}) {
         for (int64_t stride : {1, 2}) {
@@ -476,26 +483,33 @@ TEST(TfEdge, DepthwisePixelTileFilter) {
         }
         expect_matches_reference(conv({2, 11, 9, groups}, {5, 5, 1, groups}, "SAME", 1, 1));
         expect_matches_reference(conv({1, 7, 10, groups}, {3, 5, 1, groups}, "VALID", 1, 1));
-        expect_kernel(conv({2, 9, 13, groups}, {3, 3, 1, groups}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+        expect_kernel(conv({2, 9, 13, groups}, {3, 3, 1, groups}, "SAME", 1, 1),
+                      groups >= 64 ? "bwd_weights_f32_nxg_gt" : "bwd_weights_f32_nxg");
+        if (groups >= 64) {
+            const TfConv2D large = conv({1, 88, 86, groups}, {3, 3, 1, groups}, "SAME", 3, 3);
+            expect_matches_reference(large);
+            expect_kernel(large, "bwd_weights_f32_nxg");
+        }
     }
 }
 
 // NHWC depthwise filter gradients whose dy streams from memory (at least 8 MB) with pixels
 // wider than two cache lines and at most 3x3 taps, on planes too small for nxg_xp (more than
-// a third of their positions in its frame), take nxg_sd, dy staged per chunk
-// (kernel_registry.h: kStagedDyMinBytes): 3x3 stride 1 and 2; smaller dy, 32 groups
-// (128-byte pixels) and 5x5 filters stay on nxg.
+// a third of their positions in its frame) and too few groups for nxg_gt (48: 192-byte
+// pixels), take nxg_sd, dy staged per chunk (kernel_registry.h: kStagedDyMinBytes): 3x3
+// stride 1 and 2; smaller dy, 32 groups (128-byte pixels) and 5x5 filters on a plane past
+// nxg_gt's stay on nxg.
 TEST(TfEdge, StagedDyDepthwiseFilter) {
-    const TfConv2D small = conv({64, 8, 8, 512}, {3, 3, 1, 512}, "SAME", 1, 1);  // dy 8.4 MB
+    const TfConv2D small = conv({700, 8, 8, 48}, {3, 3, 1, 48}, "SAME", 1, 1);  // dy 8.6 MB
     expect_matches_reference(small);
     expect_kernel(small, "bwd_weights_f32_nxg_sd");
-    const TfConv2D strided = conv({256, 7, 7, 512}, {3, 3, 1, 512}, "SAME", 2, 2);  // dy 8.4 MB on 4x4
+    const TfConv2D strided = conv({2800, 7, 7, 48}, {3, 3, 1, 48}, "SAME", 2, 2);  // dy 8.6 MB on 4x4
     expect_matches_reference(strided);
     expect_kernel(strided, "bwd_weights_f32_nxg_sd");
     const TfConv2D five = conv({1, 150, 150, 144}, {5, 5, 1, 144}, "SAME", 1, 1);  // dy 13 MB
     expect_matches_reference(five);
     expect_kernel(five, "bwd_weights_f32_nxg");
-    expect_kernel(conv({16, 8, 8, 512}, {3, 3, 1, 512}, "SAME", 1, 1), "bwd_weights_f32_nxg");   // dy 2.1 MB
+    expect_kernel(conv({100, 8, 8, 48}, {3, 3, 1, 48}, "SAME", 1, 1), "bwd_weights_f32_nxg");  // dy 1.2 MB
     expect_kernel(conv({1024, 8, 8, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "bwd_weights_f32_nxg");  // 8.4 MB, 128-byte pixels
 }
 
@@ -926,6 +940,14 @@ TEST(TfEdge, DepthwiseFlatPlanesFilterNeighboursStayOut) {
     expect_finite_sums_match(r.result, ref);
 }
 
+// `c` (EXPLICIT padding) with pads of 2 and 0 on one axis and 0 and 3 on the other, and
+// dilation 2: taps past x on different sides along each axis.
+TfConv2D uneven_pads_dilated(TfConv2D c) {
+    c.explicit_paddings = {0, 0, 2, 0, 0, 3, 0, 0};
+    c.dilations = {1, 2, 2, 1};
+    return c;
+}
+
 // The filter gradient of `c` (random x and dy from `seed`) in float32 and float64, run by
 // the kernel `variant` (bwd_weights_<dtype>_<variant>), matches the reference with tensors
 // aligned and one element into their storage.
@@ -969,9 +991,7 @@ TEST(TfEdge, PlainXFilterGradient) {
 // that are no multiple of it (SAME), a 5x5 filter at stride 2 (VALID), ragged channel counts
 // (60 x, 24-40 dy), float32 and float64, tensors aligned and one element into their storage.
 TEST(TfEdge, PlainXSkipsThePadding) {
-    TfConv2D dilated = conv({2, 100, 100, 60}, {3, 3, 60, 24}, "EXPLICIT", 1, 1);
-    dilated.explicit_paddings = {0, 0, 2, 0, 0, 3, 0, 0};
-    dilated.dilations = {1, 2, 2, 1};
+    const TfConv2D dilated = uneven_pads_dilated(conv({2, 100, 100, 60}, {3, 3, 60, 24}, "EXPLICIT", 1, 1));
     for (const TfConv2D &c : {dilated, conv({2, 101, 103, 60}, {3, 3, 60, 40}, "SAME", 3, 3),
                               conv({2, 100, 100, 60}, {5, 5, 60, 32}, "VALID", 2, 2)}) {
         expect_filter_gradient_by(c, "nxc_xp", 7);
@@ -984,20 +1004,17 @@ TEST(TfEdge, PlainXSkipsThePadding) {
 // 32 groups (a two-vector tile), stride 2 on odd sizes, explicit pads of 2 and 0 on one axis
 // and 0 and 3 on the other with dilation 2, a 1x3 filter, VALID (no frame), 8 groups (fewer
 // than a vector), float32 and float64, tensors aligned and one element into their storage.
-// A 7x7 plane (half of it frame) and a 5x5 filter stay on nxg; MobileNet's 112x112 layers
-// take nxg_xp over nxg_sd.
+// A 7x7 plane (half of it frame) and a 5x5 filter stay on nxg (with 48 groups: not nxg_gt);
+// MobileNet's 112x112 layers take nxg_xp over nxg_sd.
 TEST(TfEdge, DepthwisePlainXFilter) {
     expect_filter_gradient_by(conv({2, 30, 34, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "nxg_xp", 11);
-    expect_filter_gradient_by(conv({2, 29, 31, 48}, {3, 3, 1, 48}, "SAME", 2, 2), "nxg_xp", 12);
-    TfConv2D padded = conv({1, 40, 36, 64}, {3, 3, 1, 64}, "EXPLICIT", 1, 1);
-    padded.explicit_paddings = {0, 0, 2, 0, 0, 3, 0, 0};
-    padded.dilations = {1, 2, 2, 1};
-    expect_filter_gradient_by(padded, "nxg_xp", 13);
+    expect_filter_gradient_by(conv({2, 59, 61, 48}, {3, 3, 1, 48}, "SAME", 2, 2), "nxg_xp", 12);  // (f64 on 15x16: nxg_gt)
+    expect_filter_gradient_by(uneven_pads_dilated(conv({1, 40, 36, 64}, {3, 3, 1, 64}, "EXPLICIT", 1, 1)), "nxg_xp", 13);
     expect_filter_gradient_by(conv({2, 20, 24, 16}, {1, 3, 1, 16}, "SAME", 1, 1), "nxg_xp", 14);
     expect_filter_gradient_by(conv({2, 18, 20, 24}, {3, 3, 1, 24}, "VALID", 1, 1), "nxg_xp", 15);
     expect_filter_gradient_by(conv({2, 24, 24, 8}, {3, 3, 1, 8}, "SAME", 1, 1), "nxg_xp", 16);
-    expect_kernel(conv({2, 7, 7, 64}, {3, 3, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg");
-    expect_kernel(conv({2, 28, 28, 64}, {5, 5, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+    expect_kernel(conv({2, 7, 7, 48}, {3, 3, 1, 48}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+    expect_kernel(conv({2, 28, 28, 48}, {5, 5, 1, 48}, "SAME", 1, 1), "bwd_weights_f32_nxg");
     const TfConv2D large = conv({2, 112, 112, 96}, {3, 3, 1, 96}, "SAME", 1, 1);  // dy 9.6 MB
     expect_matches_reference(large);
     expect_kernel(large, "bwd_weights_f32_nxg_xp");
@@ -1023,6 +1040,26 @@ TEST(TfEdge, DepthwisePlainXEdgesStayOut) {
     const TfRunResult r = run_tf(c, false, x, dy, false);
     ASSERT_TRUE(r.status.is_ok()) << r.status.message();
     expect_finite_sums_match(r.result, ref);
+}
+
+// NHWC depthwise filter gradients with 3x3 or 5x5 filters on planes of at most 28x28 dy
+// positions and at least 256 bytes of groups per pixel take nxg_gt (a task per block of
+// groups over every image, kernel_registry.h): 7x7 planes over 8 images, stride 2 on odd
+// sizes with 80 groups (two-vector blocks, the last shifted inwards), 5x5, explicit pads of
+// 2 and 0 on one axis and 0 and 3 on the other with dilation 2, VALID, 28x28 exactly,
+// batch 1 with 72 groups, float32 and float64, tensors aligned and one element into their
+// storage. Past the rule's edges: a plane of 29x28, 48 groups, a 7x7 filter.
+TEST(TfEdge, DepthwiseGroupTasksFilter) {
+    expect_filter_gradient_by(conv({8, 7, 7, 96}, {3, 3, 1, 96}, "SAME", 1, 1), "nxg_gt", 21);
+    expect_filter_gradient_by(conv({2, 15, 13, 80}, {3, 3, 1, 80}, "SAME", 2, 2), "nxg_gt", 22);
+    expect_filter_gradient_by(conv({3, 12, 11, 64}, {5, 5, 1, 64}, "SAME", 1, 1), "nxg_gt", 23);
+    expect_filter_gradient_by(uneven_pads_dilated(conv({2, 20, 18, 72}, {3, 3, 1, 72}, "EXPLICIT", 1, 1)), "nxg_gt", 24);
+    expect_filter_gradient_by(conv({2, 16, 18, 64}, {3, 3, 1, 64}, "VALID", 1, 1), "nxg_gt", 25);
+    expect_filter_gradient_by(conv({2, 28, 28, 64}, {3, 3, 1, 64}, "SAME", 1, 1), "nxg_gt", 26);
+    expect_filter_gradient_by(conv({1, 14, 14, 72}, {3, 3, 1, 72}, "SAME", 1, 1), "nxg_gt", 27);
+    expect_kernel(conv({2, 29, 28, 64}, {3, 3, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg_xp");
+    expect_kernel(conv({2, 14, 14, 48}, {3, 3, 1, 48}, "SAME", 1, 1), "bwd_weights_f32_nxg_xp");
+    expect_kernel(conv({2, 14, 14, 64}, {7, 7, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg");
 }
 
 // A flat-plane tap that crosses a row's end reads the neighbouring row's pixel, and the

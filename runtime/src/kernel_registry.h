@@ -45,6 +45,8 @@ struct LayoutRequirement {
                                  // element, x of at least kPlainXMinBytes; nxg_xp: at most
                                  // kDepthwisePlainXMaxTaps taps, strides of at most 2, a third
                                  // of the positions in the frame
+    bool group_tasks = false;    // nxg_gt: 3x3 or 5x5 filters, at most kGroupTaskMaxPositions dy
+                                 // positions per image, kGroupTaskMinGroupBytes of groups or more
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -166,6 +168,25 @@ constexpr int64_t kPlainXMaxProducts = 384;
 // 5x5 filter on 28x28 0.73x.
 constexpr int64_t kDepthwisePlainXMaxTaps = 9;
 constexpr int64_t kDepthwisePlainXFrameShare = 3;
+// The group-task variant (nxg_gt: NHWC depthwise filter gradients where a thread's task is a
+// block of groups, two vectors of them where there are (the last block shifted inwards),
+// over every image: its taps summed
+// in registers from the first image to the last, each image's plane of x staged with its
+// zero border, dy read in place; no partial sums per chunk of rows, no pass adding them, and
+// one parallel loop) takes 2-D 3x3 and 5x5 filters on planes of at most
+// kGroupTaskMaxPositions dy positions, and at least kGroupTaskMinGroupBytes of groups per
+// pixel (four AVX-512 float32 vectors: two tasks of two vectors). Kernel alone on the Zen 5
+// (AVX-512 f32, batch 8 unless said, ms ratio of the kernel the registry took before /
+// nxg_gt; bench/RESULTS.md, forty-eighth session): mb_dw960_7 1.4-2.2x (nxg), mb_dw576s2_14
+// 1.4-1.5x (nxg_xp), mb_dw192_28 0.98-1.19x; off the suite 384 groups on 14x14 1.57x, 240 on
+// 14x14 1.52x, 64 on 28x28 1.42x, 192 on 28x28 with dilation 2 1.53x, batch 1 of 960 on 7x7
+// 2.2x and of 576 on 14x14 stride 2 1.9x, 144 groups with 5x5 filters on 28x28 2.2x and on
+// 14x14 2.3x (nxg), 144 and 96 groups on 28x28 1.02-1.03x. Larger planes lost (a task's
+// strided reads of dy and staged x miss the cache: 144 groups on 56x56 0.37x, batch 1
+// 0.51x, 48 on 33x31 0.88x), and so did fewer groups (32 on 28x28, one task: 0.69x; 16 on
+// 14x14 0.80x).
+constexpr int64_t kGroupTaskMaxPositions = 28 * 28;
+constexpr int64_t kGroupTaskMinGroupBytes = 256;
 constexpr int64_t kPlainXMinBytes = int64_t(4) << 20;
 
 // The Winograd kernels (nxc_wg, ncx_wg, generators/winograd.h) hold 36 x C_in x C_out values per

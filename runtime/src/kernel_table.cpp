@@ -1,7 +1,7 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt): per
 // (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: the filter gradient's
-// nxg_xp for x read in place, nxg_sd for large dy, nxg with groups
+// nxg_gt for small planes, nxg_xp for x read in place, nxg_sd for large dy, nxg with groups
 // contiguous, ncg_fp for flat planes, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
 // small groups, nxc_cs for whole slabs of channels, nxc_xp for the filter gradient's few
@@ -57,6 +57,7 @@ constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, fal
 constexpr LayoutRequirement layout_nxg_sd = {kG, true, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_xp = {kC, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_xp = {kX, false, false, false, false, false, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_nxg_gt = {kG, true, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg_xp = {kG, true, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
@@ -103,10 +104,10 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     return tiled <= kWinogradMaxOvercompute * w * h;
 }
 
-// The output positions of one image (dy's) whose taps reach past x along some axis: the
-// frame that the depthwise plain-x kernel (nxg_xp, generators/bwd_weights_generator.cpp)
-// reads x clamped on and corrects.
-int64_t frame_positions(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
+// Whether the output positions of one image (dy's) whose taps reach past x along some axis,
+// the frame that the depthwise plain-x kernel (nxg_xp, generators/bwd_weights_generator.cpp)
+// reads x clamped on and corrects, are at most 1 / kDepthwisePlainXFrameShare of them.
+bool frame_fits(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
     const auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
     int64_t all = 1, interior = 1;
     for (int a = 0; a < p.spatial_rank; a++) {
@@ -118,7 +119,18 @@ int64_t frame_positions(const ConvProblem &p, const CanonicalView &x, const Cano
         all *= out;
         interior *= std::max<int64_t>(0, out - before - after);
     }
-    return all - interior;
+    return (all - interior) * kDepthwisePlainXFrameShare <= all;
+}
+
+// The group-task kernel's problems (kernel_registry.h: kGroupTaskMaxPositions): 2-D square
+// filters of 3 or 5 taps (its taps in registers), small planes, enough groups.
+bool group_tasks_fit(const ConvProblem &p, const CanonicalView &dy) {
+    const int r = p.spatial_rank;
+    if (r < 2) return false;
+    const int64_t k = p.kernel_size[r - 1];
+    if ((k != 3 && k != 5) || p.kernel_size[r - 2] != k || (r == 3 && p.kernel_size[0] != 1)) return false;
+    return dy.extent[kX] * dy.extent[canonical::kY] * dy.extent[canonical::kZ] <= kGroupTaskMaxPositions &&
+           dy.extent[kG] * dtype_size(p.dtype) >= kGroupTaskMinGroupBytes;
 }
 
 // The flat-plane filter gradient's problems (kernel_registry.h: kFlatFilterPlaneMax): 2-D,
@@ -276,6 +288,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             return false;
         }
     }
+    if (needs.group_tasks && !group_tasks_fit(p, act1)) return false;
     // Depthwise plain-x kernels (nxg_xp): strides of at most 2 (where x's reflected edge is a
     // pixel the same tap reads), at most kDepthwisePlainXMaxTaps taps, and at most
     // 1 / kDepthwisePlainXFrameShare of the positions in the frame they correct.
@@ -284,10 +297,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             if (p.strides[a] > 2) return false;
         }
         if (taps_along(p, p.spatial_rank) > kDepthwisePlainXMaxTaps) return false;
-        if (frame_positions(p, act0, act1) * kDepthwisePlainXFrameShare > act1.extent[kX] * act1.extent[canonical::kY] *
-                                                                             act1.extent[canonical::kZ]) {
-            return false;
-        }
+        if (!frame_fits(p, act0, act1)) return false;
     } else if (needs.plain_x) {
         // Plain-x kernels: few products per element of x (its group's dy channels, act1, times
         // the taps over the strides' product), and x (act0) that streams from memory.

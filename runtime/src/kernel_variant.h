@@ -30,6 +30,7 @@ struct KernelVariant {
     bool staged_dy = false;
     bool flat_planes = false;
     bool plain_x = false;
+    bool group_tasks = false;
     bool winograd = false;
 
     static KernelVariant parse(std::string name) {
@@ -49,6 +50,7 @@ struct KernelVariant {
         v.dy_broadcasts = strip("_db");
         v.staged_dy = strip("_sd");
         v.plain_x = strip("_xp");
+        v.group_tasks = strip("_gt");
         v.flat_planes = strip("_fp");
         v.pixel_vectors = strip("_px");
         v.x_phases = strip("_s2");
@@ -58,7 +60,8 @@ struct KernelVariant {
 
     // The generator params (`key=value`) after dtype; both generators take small_groups,
     // winograd and flat_planes, only the data gradient's takes x_phases, channel_slabs,
-    // pointwise and pixel_vectors, only the filter gradient's dy_broadcasts, staged_dy and plain_x.
+    // pointwise and pixel_vectors, only the filter gradient's dy_broadcasts, staged_dy, plain_x and
+    // group_tasks.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
@@ -69,6 +72,7 @@ struct KernelVariant {
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
         if (!data) out.push_back(std::string("staged_dy=") + (staged_dy ? "true" : "false"));
         if (!data) out.push_back(std::string("plain_x=") + (plain_x ? "true" : "false"));
+        if (!data) out.push_back(std::string("group_tasks=") + (group_tasks ? "true" : "false"));
         if (data) out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
         return out;
@@ -89,11 +93,11 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg_xp", "nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc_xp", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx_xp", "ncx", "any"};
+    else order = {"nxg_gt", "nxg_xp", "nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc_xp", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx_xp", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
-        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.staged_dy || k.plain_x || k.flat_planes ||
+        if (has(k.layout.c_str()) && (native_floats || !(k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts || k.staged_dy || k.plain_x || k.group_tasks || k.flat_planes ||
                                                        k.winograd))) out.push_back(v);
     }
     return out;
