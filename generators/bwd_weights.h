@@ -23,8 +23,8 @@ struct BwdWeightsStages {
     // clamped into x; nxc_xp's reduction (r) skips the positions whose taps fall on the
     // padding, nxg_xp subtracts their products (frame) (generators/bwd_weights_generator.cpp).
     bool x_in_place = false;
-    // nxg_xp: the sum over the frame of rows and planes outside the reduction's interior
-    // (generators/interior_rows.h), which dw adds to acc's; undefined elsewhere.
+    // nxg_xp: the products of the taps that read past x (the frame of rows, planes and
+    // columns at the ends), which dw subtracts from acc's; undefined elsewhere.
     Func frame;
     Func x_pairs, dy_pairs;
     Expr x_g_stride, dy_g_stride;  // the activations' group strides (nxc_sg: a pair's line)

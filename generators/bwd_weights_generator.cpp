@@ -182,8 +182,8 @@ public:
         // next and spilling one, 18 copies a position; without the partition, the tests cost
         // more than the copy saved.)
         const Expr x_extent[3] = {x.dim(kX).extent(), x.dim(kY).extent(), x.dim(kZ).extent()};
-        const Layout in_place = variant_layout();
-        s.x_in_place = plain_x && (in_place == Layout::NXC || in_place == Layout::NXG) && bt.bits() != 16 && cpu_schedule;
+        const Layout lay = variant_layout();
+        s.x_in_place = plain_x && (lay == Layout::NXC || lay == Layout::NXG) && bt.bits() != 16 && cpu_schedule;
         if (s.x_in_place) {
             Var c, x_, y, z, g, n_;
             const Expr at[3] = {x_, y, z};
@@ -198,14 +198,14 @@ public:
                 // branches keep it: the reflection cost the 1-vector tiles 0.85x.) The clamp
                 // keeps reflections of indices more than a plane past x inside it.
                 Expr i = at[a];
-                if (in_place == Layout::NXG) {
+                if (lay == Layout::NXG) {
                     i = Halide::select(ax[a].stride == 1, i, Halide::min(Halide::max(i, -i), 2 * (x_extent[a] - 1) - i));
                 }
                 inside[a] = Halide::clamp(i, 0, x_extent[a] - 1);
             }
             s.x_in = Func("x_in");
             s.x_in(c, x_, y, z, g, n_) = widen(x(c, inside[0], inside[1], inside[2], g, n_));
-            if (in_place == Layout::NXC) {
+            if (lay == Layout::NXC) {
                 for (int a = 0; a < 3; a++) s.r.where(i[a] >= 0 && i[a] < x_extent[a]);
             }
         }
@@ -215,14 +215,13 @@ public:
             s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
 
         Expr sum = s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g);
-        if (s.x_in_place && in_place == Layout::NXG) {
+        if (s.x_in_place && lay == Layout::NXG) {
             // The products of the taps that read past x, summed apart: along each axis, for
             // tap k, the first `before` output rows (planes, columns) and the last `after`.
             // Rows first (every position of such a row), then planes (in rows inside x), then
             // columns (in rows and planes inside), so no product is counted twice. Each is a
             // reduction over its axis's positions counted from their end, whose predicate
             // `j < count` Halide trims the loop to (a tap's few rows, not a test per row).
-            const auto ceil_div = [](const Expr &a, const Expr &b) { return (a + b - 1) / b; };
             Expr before[3], after[3];
             for (int a = 0; a < 3; a++) {
                 const AxisParams &p = ax[a];
@@ -254,7 +253,6 @@ public:
         dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(sum);
         s.dw = dw;
 
-        const Layout lay = variant_layout();
         constrain_activation_strides(x, lay);
         constrain_activation_strides(dy, lay);
         constrain_filter_strides(dw, lay);

@@ -204,6 +204,9 @@ private:
     std::map<std::string, int> values_;
 };
 
+// a / b rounded up, for b > 0 (Halide's division rounds down).
+inline Expr ceil_div(const Expr &a, const Expr &b) { return (a + b - 1) / b; }
+
 // True for a square 2-D filter of taps x taps, given its extents along x, y and z.
 inline Expr square_2d_filter(const Expr &kx, const Expr &ky, const Expr &kz, int taps) {
     return kx == taps && ky == taps && kz == 1;

@@ -65,6 +65,12 @@ void stage_x_blocks(BwdWeightsStages &s, int vec, bool transpose) {
     }
 }
 
+// Whether a depthwise tile of two vectors of groups keeps every tap in a register: at most
+// 9 taps (18 accumulators) in 32 vector registers (nxg's pixel tiles and nxg_gt's blocks).
+Expr two_vector_taps_fit(const BwdWeightsStages &s, const Target &target) {
+    return vector_registers(target) == 32 && s.kx_extent * s.ky_extent * s.kz_extent <= 9;
+}
+
 // nxg_xp's correction (the taps' products over the rows, planes and columns they read past
 // x: a few per image and tap): tiles of groups, in parallel, computed at `at` (dw's block of
 // groups) as acc is. Each tap's loops over the positions inside its own, so that Halide
@@ -107,30 +113,28 @@ void schedule_frame(BwdWeightsStages &s, const LoopLevel &at, int vec) {
 void schedule_group_tasks(BwdWeightsStages &s, const Target &target, int vec) {
     Var gb("gb"), gv("gv");
     const RVar ox = s.r[0], oy = s.r[1], oz = s.r[2], n = s.r[3];
-    const Expr two = s.g_extent >= 2 * vec && vector_registers(target) == 32 &&
-                     s.kx_extent * s.ky_extent * s.kz_extent <= 9;
+    const Expr two = s.g_extent >= 2 * vec && two_vector_taps_fit(s, target);
     const auto blocks = [&](Stage st, int lanes, TailStrategy tail) {
         st.split(s.g, gb, gv, lanes, tail).reorder(gv, s.ci, s.co, s.kx, s.ky, s.kz, gb).parallel(gb);
         if (lanes > 1) st.vectorize(gv);
     };
-    // (The filter's size specialised in dw's loops too: acc, allocated in them, then has a
-    // constant size, and LLVM keeps its taps in registers; else a load and a store per FMA.)
     for (const auto &[condition, lanes] : {std::pair{two, 2 * vec}, std::pair{s.g_extent >= vec, vec}}) {
+        // (The filter's size specialised in dw's loops too: acc, allocated in them, then has
+        // a constant size, and LLVM keeps its taps in registers; else a load and a store per
+        // FMA.)
         Stage st = s.dw.specialize(condition);
         for (int taps : {3, 5}) blocks(st.specialize(s.square_2d(taps)), lanes, TailStrategy::ShiftInwards);
         blocks(st, lanes, TailStrategy::ShiftInwards);
-    }
-    blocks(s.dw, 1, TailStrategy::Auto);
-    s.acc.compute_at(s.dw, gb).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
-    for (const auto &[condition, lanes] : {std::pair{two, 2 * vec}, std::pair{s.g_extent >= vec, vec}}) {
         s.acc.specialize(condition).vectorize(s.g, lanes);
         Stage update = s.acc.update().specialize(condition);
-        for (Stage st : taps_in_registers(s, update, s.g, {ox, oy, oz, n}, {})) {
-            st.vectorize(s.g, lanes);
-            for (int stride : {1, 2}) st.specialize(s.stride_x == stride && s.dilation_x == 1);
+        for (Stage tile : taps_in_registers(s, update, s.g, {ox, oy, oz, n}, {})) {
+            tile.vectorize(s.g, lanes);
+            for (int stride : {1, 2}) tile.specialize(s.stride_x == stride && s.dilation_x == 1);
         }
         update.reorder(s.g, ox, oy, oz, n, s.kx, s.ky, s.kz).vectorize(s.g, lanes);
     }
+    blocks(s.dw, 1, TailStrategy::Auto);
+    s.acc.compute_at(s.dw, gb).reorder_storage(s.g, s.ci, s.co, s.kx, s.ky, s.kz);
     s.acc.update().reorder(s.g, ox, oy, oz, n, s.kx, s.ky, s.kz);
     stage_in_cache(s.x_in, s.x_in.args()[4], vec, LoopLevel(s.acc, n));
 }
@@ -238,7 +242,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // not, 0.90x.)
         const Expr pixel_tile =
             s.g_extent % (2 * vec) == 0 &&
-            (s.g_extent == 2 * vec || (vector_registers(target) == 32 && s.kx_extent * s.ky_extent * s.kz_extent <= 9));
+            (s.g_extent == 2 * vec || two_vector_taps_fit(s, target));
         // (Each tile's specialisations: the filter size, so the tile's size is a constant.)
         const auto vector_tiles = [&](const Expr &condition, int lanes) {
             Stage st = sums.specialize(condition);
@@ -382,7 +386,6 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                               Halide::cast<float>(s.kx_extent * s.ky_extent * s.kz_extent * s.g_extent) * float(bytes);
     const Expr row_cap = Halide::max(1, Halide::cast<int>(chunk_cap * group_scale / Halide::max(s.row_bytes, 1.f)));
     const Expr cap_rows = Halide::select(!s.dy_broadcasts && filter_bytes <= chunk_cap / 4, row_cap, s.reduction_rows);
-    const auto ceil_div = [](const Expr &extent, const Expr &factor) { return (extent + factor - 1) / factor; };
     const Expr chunk_rows = Halide::min(ceil_div(s.reduction_rows, chunks), cap_rows);
     // A chunk is part of a plane (rows of one image) or whole planes: the row loop inside is
     // a plain loop over oy, and (oz, n) are decoded from a fused index (divisions) once per
