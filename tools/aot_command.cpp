@@ -237,8 +237,7 @@ int aot_command(int argc, char **argv) {
         for (const auto &op : op_list.value) {
             // Variants in dispatch order (kernel_variant.h): stride-2 and pixel-vector ones
             // with the layouts they refine.
-            const bool native_floats = d == "f32" || d == "f64";
-            for (const auto &layout : kernel_variants(layout_list.value, op == "bwd_data", native_floats)) {
+            for (const auto &layout : kernel_variants(layout_list.value, op == "bwd_data", d)) {
                 std::string params;
                 for (const std::string &p : KernelVariant::parse(layout).generator_params(op == "bwd_data")) params += " " + p;
                 const std::string name = op + "_" + d + "_" + layout, fn = "convgrad_" + name;
