@@ -21,9 +21,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
