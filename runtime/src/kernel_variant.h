@@ -81,7 +81,7 @@ struct KernelVariant {
 
 // The kernel variants of one (direction, dtype) for the given layouts, in dispatch order
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
-// before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group, channel-slab and plain-x variants before the layout they refine
+// before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group, channel-slab, plain-x and group-task variants before the layout they refine
 // (built for the dtypes with native float arithmetic, f32 and f64, as in
 // generators/CMakeLists.txt; float64, kept exact, without Winograd or the dense plain-x
 // variants), the generic `any` last. dtype: "f32", "f64", "f16", "bf16" or "i32".
