@@ -83,8 +83,9 @@ struct KernelVariant {
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
 // before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group, channel-slab, plain-x and group-task variants before the layout they refine
 // (built for the dtypes with native float arithmetic, f32 and f64, as in
-// generators/CMakeLists.txt; float64, kept exact, without Winograd or the dense plain-x
-// variants), the generic `any` last. dtype: "f32", "f64", "f16", "bf16" or "i32".
+// generators/CMakeLists.txt; float64, kept exact, without Winograd, and without the dense
+// plain-x and small-group variants), the generic `any` last.
+// dtype: "f32", "f64", "f16", "bf16" or "i32".
 inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, const std::string &dtype) {
     const bool native_floats = dtype == "f32" || dtype == "f64";
     const auto has = [&](const char *l) {
@@ -101,8 +102,8 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
         const KernelVariant k = KernelVariant::parse(v);
         const bool refinement = k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts ||
                                 k.staged_dy || k.plain_x || k.group_tasks || k.flat_planes || k.winograd;
-        const bool inexact_or_dense_plain_x = k.winograd || (k.plain_x && k.layout != "nxg");
-        if (!has(k.layout.c_str()) || (refinement && !native_floats) || (dtype == "f64" && inexact_or_dense_plain_x)) continue;
+        const bool not_for_f64 = k.winograd || k.small_groups || (k.plain_x && k.layout != "nxg");
+        if (!has(k.layout.c_str()) || (refinement && !native_floats) || (dtype == "f64" && not_for_f64)) continue;
         out.push_back(v);
     }
     return out;
