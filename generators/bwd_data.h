@@ -18,6 +18,7 @@ struct BwdDataStages {
     bool rows_pass = false;  // NCX, 32-bit: the pipeline runs the TransposedRows pass (dx's copy)
     Expr whole_slabs;  // w's input channels are whole slabs (the registry's promise for _cs)
     Expr w_ci_stride;  // w's input-channel stride (OIX 1x1: 1)
+    Expr w_co_stride;  // w's output-channel stride (HWIO: 1)
     Func w_pack;
     Func dy_in;      // dy (zero-padded) in the accumulator type (schedules may stage it)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use

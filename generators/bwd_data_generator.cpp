@@ -235,13 +235,17 @@ private:
         s.ky_extent = w.dim(kKy).extent();
         s.kz_extent = w.dim(kKz).extent();
         s.dy_g_stride = dy.dim(kG).stride();
+        s.w_co_stride = w.dim(kCo).stride();
         if (autoscheduled()) {
             // Halide's autoscheduler schedules the pipeline (JIT experiments)
         } else if (get_target().has_gpu_feature()) {
             schedule_bwd_data_gpu(s, get_target(), lay);
         } else {
             schedule_bwd_data_cpu(s, get_target(), lay);
-            if ((lay == Layout::NCG || s.rows_pass) && !pixel_vectors) get_pipeline().add_custom_lowering_pass(new TransposedRows);
+            // (NXC: the HWIO filter's packing, schedules/cpu_bwd_data.cpp.)
+            if ((lay == Layout::NCG || lay == Layout::NXC || s.rows_pass) && !pixel_vectors) {
+                get_pipeline().add_custom_lowering_pass(new TransposedRows);
+            }
             // Pointwise tiles read dy in place: where it streams from memory, the first tiles
             // over each block of pixels prefetch the next one's (next_tile_prefetch.h).
             if (pointwise && (lay == Layout::NXC || pixel_vectors)) {

@@ -310,8 +310,16 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         // A 3x3 filter's taps along x unrolled: its three taps read neighbouring vectors, which
         // LLVM then shares across the tile's pixels. Kernel alone: NHWC mb_dw32_112 1.11x,
         // mb_dw960_7 1.14x, mb_dw192_28 1.08x, NCHW mb_dw960_7 1.125x, rn50_3x3_14 1.02x,
-        // bit-identical outputs. (Unrolling ky on top gained nothing: 1.02x, 0.97x.)
+        // bit-identical outputs. Depthwise 3x3 (its taps are the whole reduction): ky unrolled
+        // too, the tile one straight run of 9 taps. Kernel alone, AVX-512, against kx alone:
+        // NHWC 192 groups on 28x28 1.31x (the JIT kernel, every extent constant, had shown
+        // 1.41x for the filter's size alone), on 112x112 1.13x, 960 on 7x7 1.09x, 64 groups
+        // 1.02-1.07x, 144 1.03x; NCHW 192 1.13x, 32 1.09x, 960 1.01x; AVX2 192 1.21x, 32
+        // 1.02x; but NHWC 32 groups 0.94x and 16 0.89-0.92x (not understood: gated on 4
+        // vectors of groups or more, the 32-group layers ran 0.86x on their unchanged kx-only
+        // tiles; an earlier test of ky unrolled had measured 1.02x and 0.97x).
         Stage unit = st.specialize(s.unit_stride);
+        if (groups_vectorised) unit.specialize(s.square_2d(3) && s.unit_dilation).unroll(kx).unroll(ky);
         unit.specialize(s.kx_extent == 3 && s.unit_dilation).unroll(kx);
         // Stride 2: the taps' grid test becomes a bit test. At run time it was an idiv per
         // pixel and tap (without the x-phase view, NCHW mb_dw576s2_14 ran at 0.15x oneDNN),
@@ -365,8 +373,33 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
             .fuse(task_a, task_b, task)
             .vectorize(wv_i).unroll(wco_i).parallel(task);
     };
+    // HWIO (output channels contiguous, s.w_co_stride 1): a serial loop over them inside each
+    // vector of input channels, which the TransposedRows pass (generators/transposed_rows.h,
+    // NXC pipelines) turns into loads of 8 consecutive output channels from each of the
+    // vector's rows, transposed in registers, instead of 16 scalar loads per vector (kernel
+    // alone, rn50_1x1_7's 4 MB filter: the packing 14 -> 10 % of the call, 1.02-1.04x in all;
+    // rn50_3x3s2_28's 590 KB, 1 % of its call, 1.00x). One parallel loop over the vectors of
+    // input channels and `outer` fused; `also`: the rest of the condition (w_pack's whole
+    // slabs: no clamp on the channel).
+    const auto transposing_pack = [&](Func f, const Var &ci, const Var &co, const std::vector<VarOrRVar> &taps,
+                                      const std::vector<Var> &outer, const Expr &also) {
+        std::vector<VarOrRVar> order = {wv_i, co};
+        order.insert(order.end(), taps.begin(), taps.end());
+        order.push_back(wv_o);
+        order.insert(order.end(), outer.begin(), outer.end());
+        Stage st = f.specialize(also && s.w_co_stride == 1);
+        st.split(ci, wv_o, wv_i, vec, TailStrategy::GuardWithIf).reorder(order).vectorize(wv_i);
+        Var fused = wv_o;
+        for (size_t i = 0; i < outer.size(); i++) {
+            Var next("wp_task" + std::to_string(i));
+            st.fuse(fused, outer[i], next);
+            fused = next;
+        }
+        st.parallel(fused);
+    };
     if (s.slab > 0) {  // w_pack (w_local inlined into it), in parallel over (slab, group)
         const std::vector<Var> p = s.w_pack.args();  // (ci_i, co, kx, ky, kz, ci_o, g)
+        transposing_pack(s.w_pack, p[0], p[1], {p[2], p[3], p[4]}, {p[5], p[6]}, s.whole_slabs);
         pack(s.w_pack, p[0], p[1], {wco_o, p[2], p[3], p[4]}, p[5], p[6]);
         // OIX 1x1 filters in whole slabs: input channels contiguous, so each vector is one
         // load (unclamped, see the generator), not 16 (kernel alone, NCHW rn50_1x1_7's 4 MB
@@ -374,6 +407,7 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         s.w_pack.specialize(s.whole_slabs && s.w_ci_stride == 1);
         return;
     }
+    transposing_pack(s.w_local, w_args[0], w_args[1], {w_args[2], w_args[3], w_args[4]}, {w_args[5]}, Internal::const_true());
     pack(s.w_local, w_args[0], w_args[1], {w_args[2], w_args[3], w_args[4]}, wco_o, w_args[5]);
 }
 
