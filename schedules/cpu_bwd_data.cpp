@@ -325,7 +325,15 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         // pixel and tap (without the x-phase view, NCHW mb_dw576s2_14 ran at 0.15x oneDNN),
         // and with it one per row: kernel alone, NHWC mb_dw576s2_14 1.25x, mb_dw96s2_112
         // 1.06x, rn50_3x3s2_28 1.01x. (With a 3x3 filter's taps unrolled too: 1.51x, 0.91x.)
-        st.specialize(s.stride_2);
+        // Depthwise 3x3 at stride 2: ky unrolled (each row's taps a test per row, not per tap).
+        // Kernel alone against the loop: NHWC mb_dw96s2_112 1.21x, mb_dw576s2_14 1.25-1.28x,
+        // 144 groups over 56x56 1.37x, 240 over 28x28 1.36x, 32 over 112x112 1.16x, 16 over
+        // 64x64 1.08x; AVX2 mb_dw96s2_112 1.70x; NCHW (ncg) 1.08x, 1.10x. (kx and ky both
+        // unrolled: 0.76x and 1.14x; kx alone 1.03x and 0.94x; the filter's size constant,
+        // loops kept, 1.16x and 1.00x.) Adding this branch cost mb_dw32_112's unit-stride
+        // tiles, unchanged, 0.90x kernel alone: see the note on 32 groups above.
+        Stage stride_2 = st.specialize(s.stride_2);
+        if (groups_vectorised) stride_2.specialize(s.square_2d(3) && s.unit_dilation).unroll(ky);
     }
     // Fewer channels than half a vector (an RGB stem's 3): one output per step, its long
     // reduction over output channels split into vector lanes (rfactor) and summed after.
