@@ -18,15 +18,25 @@ if len(sys.argv) < 2:
 rows = collections.OrderedDict()
 for path in sys.argv[1:]:
     for r in json.load(open(path))["results"]:
+        # (No oneDNN time, and no ratio, where oneDNN has no such op: f64, GPU runs.)
         onednn = [t for t in (r["onednn_user_ms"], r["onednn_own_ms"]) if t]
         rows.setdefault((r["dir"], r["name"]), []).append(
-            (r["ratio_best_onednn_over_convgrad"], r["convgrad_ms"], min(onednn), r["convgrad_kernel"]))
+            (r["ratio_best_onednn_over_convgrad"], r["convgrad_ms"], min(onednn) if onednn else None, r["convgrad_kernel"]))
+
+
+def median_of(values, fmt):
+    present = [v for v in values if v is not None]
+    return (statistics.median(present), format(statistics.median(present), fmt)) if present else (None, "n/a")
+
+
 medians = collections.defaultdict(list)
 for (direction, name), runs in rows.items():
-    med = statistics.median(x[0] for x in runs)
-    medians[direction].append(med)
-    print(f"{direction} {name:16s} median {med:.3f}  runs {' '.join(f'{x[0]:.2f}' for x in runs)}  "
-          f"convgrad {statistics.median(x[1] for x in runs):.3f} ms  oneDNN {statistics.median(x[2] for x in runs):.3f} ms  "
+    med, med_text = median_of((x[0] for x in runs), ".3f")
+    if med is not None:
+        medians[direction].append(med)
+    ratios = " ".join("n/a" if x[0] is None else f"{x[0]:.2f}" for x in runs)
+    print(f"{direction} {name:16s} median {med_text}  runs {ratios}  "
+          f"convgrad {median_of((x[1] for x in runs), '.3f')[1]} ms  oneDNN {median_of((x[2] for x in runs), '.3f')[1]} ms  "
           f"{runs[0][3]}")
 for direction, meds in medians.items():
     print(f"{direction} geomean {math.exp(sum(map(math.log, meds)) / len(meds)):.3f} lowest {min(meds):.2f}")
