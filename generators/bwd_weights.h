@@ -21,10 +21,12 @@ struct BwdWeightsStages {
     bool staged_dy = false;  // nxg_sd: each chunk's rows of dy staged in cache, as x's are
     // nxc_xp and nxg_xp (CPUs, native float types): x_in reads x in place, its indices
     // clamped into x; nxc_xp's reduction (r) skips the positions whose taps fall on the
-    // padding, nxg_xp subtracts their products (frame) (generators/bwd_weights_generator.cpp).
+    // padding, nxg_xp subtracts their products (frame) (generators/bwd_weights_generator.cpp);
+    // strided along x, nxg_xp's reduction reads only the columns whose taps read inside x.
     bool x_in_place = false;
     // nxg_xp: the products of the taps that read past x (the frame of rows, planes and
-    // columns at the ends), which dw subtracts from acc's; undefined elsewhere.
+    // columns at the ends), which dw subtracts from acc's, less the products of the columns
+    // that the reduction leaves out (strided along x); undefined elsewhere.
     Func frame;
     Func x_pairs, dy_pairs;
     Expr x_g_stride, dy_g_stride;  // the activations' group strides (nxc_sg: a pair's line)

@@ -155,7 +155,23 @@ public:
         s.group_tasks = group_tasks;
 
         const Expr out[3] = {dy.dim(kX).extent(), dy.dim(kY).extent(), dy.dim(kZ).extent()};
-        s.r = RDom({{0, out[0]}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}}, "r");
+        const Expr x_extent[3] = {x.dim(kX).extent(), x.dim(kY).extent(), x.dim(kZ).extent()};
+        const Layout lay = variant_layout();
+        s.x_in_place = plain_x && (lay == Layout::NXC || lay == Layout::NXG) && bt.bits() != 16 && cpu_schedule;
+        const bool frame = s.x_in_place && lay == Layout::NXG;
+        // nxg_xp, strided along x: the reduction's columns are those whose taps all read
+        // inside x: from first_x on, all but the last (kernel_registry.h: strided along x,
+        // nxg_xp's taps read past x's end in the last column alone); the frame adds the
+        // others. (With unit strides, every column, x clamped along x: the frame's columns,
+        // cold, cost more than the clamp, 0.82-0.87x on 56x56 and 112x112 planes.)
+        Expr first_x = 0, last_x = 0;
+        if (frame) {
+            const AxisParams &p = ax[0];
+            const Expr strided = p.stride != 1;
+            first_x = Halide::select(strided, Halide::clamp(ceil_div(p.pad_begin, p.stride), 0, out[0]), 0);
+            last_x = Halide::select(strided, Halide::min(1, out[0] - first_x), 0);
+        }
+        s.r = RDom({{first_x, out[0] - first_x - last_x}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}}, "r");
         const Expr o[3] = {s.r[0], s.r[1], s.r[2]};
         const Expr n = s.r[3];
         const Expr k[3] = {s.kx, s.ky, s.kz};
@@ -175,36 +191,49 @@ public:
         // nxg_xp (depthwise, every tap of a vector of groups in a register: a predicate per tap
         // and position cost a branch each, 0.46-0.65x): the taps of the few rows, planes and
         // columns at the ends that reach past x read x there instead of zeros, and those
-        // products are summed again and subtracted (the frame, below). Staged with its zero
+        // products are summed again and subtracted (the frame, below); strided along x, the
+        // columns at the ends are the frame's alone (first_x, last_x). Staged with its zero
         // border (nxg), x's copy was a pass of its own that waited on memory (perf: 30 % of
         // mb_dw32_112's call). (Read through its zero padding along x, Halide's partition of
         // a row's positions left LLVM copying the tile's accumulators from one loop to the
         // next and spilling one, 18 copies a position; without the partition, the tests cost
         // more than the copy saved.)
-        const Expr x_extent[3] = {x.dim(kX).extent(), x.dim(kY).extent(), x.dim(kZ).extent()};
-        const Layout lay = variant_layout();
-        s.x_in_place = plain_x && (lay == Layout::NXC || lay == Layout::NXG) && bt.bits() != 16 && cpu_schedule;
+        Func x_clamped;  // (nxg_xp's frame: x read at any index along x)
         if (s.x_in_place) {
             Var c, x_, y, z, g, n_;
             const Expr at[3] = {x_, y, z};
             Expr inside[3];
             for (int a = 0; a < 3; a++) {
-                // nxg_xp: along a strided axis, an index past x is reflected at x's edge (-1
-                // reads 1), a pixel the same tap reads at another position where the stride is
-                // 2 (the same parity), so that an infinity or NaN in x reaches only the taps
-                // whose true sums it reaches (kernel_registry.h: at most stride 2). (Clamped
-                // to the edge, a stride-2 tap that never reads the edge made inf - inf = NaN
-                // of it; with unit strides the clamp is such a pixel, and the tiles' stride-1
-                // branches keep it: the reflection cost the 1-vector tiles 0.85x.) The clamp
-                // keeps reflections of indices more than a plane past x inside it.
+                // nxg_xp: along a strided axis (y and z; x below), an index past x is reflected
+                // at x's edge (-1 reads 1), a pixel the same tap reads at another position where
+                // the stride is 2 (the same parity), so that an infinity or NaN in x reaches only
+                // the taps whose true sums it reaches (kernel_registry.h: at most stride 2).
+                // (Clamped to the edge, a stride-2 tap that never reads the edge made inf - inf
+                // = NaN of it; with unit strides the clamp is such a pixel, and the tiles'
+                // stride-1 branches keep it: the reflection cost the 1-vector tiles 0.85x.) The
+                // clamp keeps reflections of indices more than a plane past x inside it.
                 Expr i = at[a];
-                if (lay == Layout::NXG) {
+                if (lay == Layout::NXG && a > 0) {
                     i = Halide::select(ax[a].stride == 1, i, Halide::min(Halide::max(i, -i), 2 * (x_extent[a] - 1) - i));
                 }
                 inside[a] = Halide::clamp(i, 0, x_extent[a] - 1);
             }
             s.x_in = Func("x_in");
-            s.x_in(c, x_, y, z, g, n_) = widen(x(c, inside[0], inside[1], inside[2], g, n_));
+            if (lay == Layout::NXG) {
+                // Strided along x, the reduction's columns read inside x (above): no clamp, so
+                // that a tile's addresses step by a constant. (The reflection at both ends,
+                // the clamp and the multiply by x's column stride per column and position held
+                // the stride-2 tiles to 0.7x of their JIT kernel, whose constants let LLVM drop
+                // them.) The frame reads x clamped (its columns outside the reduction's only
+                // inside x, by their predicate).
+                const Expr last = x_extent[0] - 1;
+                const Expr column = Halide::select(ax[0].stride == 1, inside[0], Halide::unsafe_promise_clamped(x_, 0, last));
+                s.x_in(c, x_, y, z, g, n_) = widen(x(c, column, inside[1], inside[2], g, n_));
+                x_clamped = Func("x_clamped");
+                x_clamped(c, x_, y, z, g, n_) = widen(x(c, inside[0], inside[1], inside[2], g, n_));
+            } else {
+                s.x_in(c, x_, y, z, g, n_) = widen(x(c, inside[0], inside[1], inside[2], g, n_));
+            }
             if (lay == Layout::NXC) {
                 for (int a = 0; a < 3; a++) s.r.where(i[a] >= 0 && i[a] < x_extent[a]);
             }
@@ -215,13 +244,15 @@ public:
             s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
 
         Expr sum = s.acc(s.ci, s.co, s.kx, s.ky, s.kz, s.g);
-        if (s.x_in_place && lay == Layout::NXG) {
-            // The products of the taps that read past x, summed apart: along each axis, for
-            // tap k, the first `before` output rows (planes, columns) and the last `after`.
-            // Rows first (every position of such a row), then planes (in rows inside x), then
-            // columns (in rows and planes inside), so no product is counted twice. Each is a
-            // reduction over its axis's positions counted from their end, whose predicate
-            // `j < count` Halide trims the loop to (a tap's few rows, not a test per row).
+        if (frame) {
+            // The products of the taps that read past x, summed apart and subtracted: along
+            // each axis, for tap k, the first `before` output rows (planes, columns) and the
+            // last `after`, in the reduction's columns. Rows first (every such column of such
+            // a row), then planes (in rows inside x), then columns (in rows and planes
+            // inside), so no product is counted twice. Each is a reduction over its axis's
+            // positions counted from their end, whose predicate `j < count` Halide trims the
+            // loop to (a tap's few rows, not a test per row). Then, added, the products of the
+            // columns outside the reduction's whose taps read inside x (every row and plane).
             Expr before[3], after[3];
             for (int a = 0; a < 3; a++) {
                 const AxisParams &p = ax[a];
@@ -230,22 +261,34 @@ public:
             }
             s.frame = Func("frame");
             s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
-            for (const int a : {1, 2, 0}) {
+            for (const int a : {1, 2, 0, 3}) {  // (3: the columns outside the reduction's)
                 for (const bool from_end : {false, true}) {
-                    RDom f({{0, out[0]}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}},
+                    const int along = a % 3;  // the axis counted from its end
+                    const Expr outside = from_end ? last_x : first_x;
+                    const Expr columns[2] = {a == 3 ? 0 : a == 0 ? outside : first_x, a == 3 ? outside : out[0] - first_x - last_x};
+                    RDom f({{columns[0], columns[1]}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}},
                            "f" + std::to_string(s.frame.num_update_definitions()));
                     Expr fo[3] = {f[0], f[1], f[2]};
-                    if (from_end) fo[a] = out[a] - 1 - f[a];
-                    Expr condition = f[a] < (from_end ? after[a] : before[a]);
-                    for (const int inside : {1, 2}) {  // the axes done before this one
-                        if (inside == a) break;
-                        condition = condition && f[inside] >= before[inside] && f[inside] < out[inside] - after[inside];
-                    }
-                    f.where(condition);
+                    if (from_end) fo[along] = out[along] - 1 - f[along];
                     Expr fi[3];
                     for (int b = 0; b < 3; b++) fi[b] = fo[b] * ax[b].stride - ax[b].pad_begin + k[b] * ax[b].dilation;
-                    s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
-                        s.x_in(s.ci, fi[0], fi[1], fi[2], s.g, f[3]) * s.dy_in(s.co, fo[0], fo[1], fo[2], s.g, f[3]);
+                    Expr condition = Halide::Internal::const_true();
+                    if (a == 3) {
+                        for (int b = 0; b < 3; b++) condition = condition && fi[b] >= 0 && fi[b] < x_extent[b];
+                    } else {
+                        condition = f[a] < (from_end ? after[a] : before[a]);
+                        for (const int inside : {1, 2}) {  // the axes done before this one
+                            if (inside == a) break;
+                            condition = condition && f[inside] >= before[inside] && f[inside] < out[inside] - after[inside];
+                        }
+                    }
+                    f.where(condition);
+                    const Expr product = x_clamped(s.ci, fi[0], fi[1], fi[2], s.g, f[3]) * s.dy_in(s.co, fo[0], fo[1], fo[2], s.g, f[3]);
+                    if (a == 3) {
+                        s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g) -= product;
+                    } else {
+                        s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g) += product;
+                    }
                 }
             }
             sum -= s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g);

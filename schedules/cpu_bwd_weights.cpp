@@ -92,12 +92,20 @@ void schedule_frame(BwdWeightsStages &s, const LoopLevel &at, int vec) {
     s.frame.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
     tiles.split(s.g, t_o, t_i, 1).reorder(t_i, s.ci, s.co, s.kx, s.ky, s.kz, t_o);
     // (The updates come as generators/bwd_weights_generator.cpp defines them: rows, planes,
-    // then columns, two each. A column's positions run along its rows, innermost.)
+    // columns, then the columns outside the reduction's, two each. A column's positions run
+    // along its rows, innermost; outside the reduction's (strided along x: one or two
+    // columns at each end, every tap that reads inside x), the taps innermost, so that each
+    // position's cold reads of x serve all of them, and the RVars in their order, as Halide
+    // keeps those of a subtraction.)
     for (int u = 0; u < s.frame.num_update_definitions(); u++) {
         const std::vector<RVar> r = s.frame.rvars(u);  // (ox, oy, oz, n)
-        const bool columns = u >= 4;
         Stage update = s.frame.update(u);
-        update.reorder(s.g, r[columns ? 1 : 0], r[columns ? 0 : 1], r[2], r[3], s.kx, s.ky, s.kz);
+        if (u >= 6) {
+            update.reorder(s.g, s.kx, s.ky, s.kz, r[0], r[1], r[2], r[3]);
+        } else {
+            const bool columns = u >= 4;
+            update.reorder(s.g, r[columns ? 1 : 0], r[columns ? 0 : 1], r[2], r[3], s.kx, s.ky, s.kz);
+        }
         update.specialize(s.g_extent >= vec).vectorize(s.g, vec, TailStrategy::GuardWithIf);
     }
 }

@@ -44,7 +44,8 @@ struct LayoutRequirement {
     bool plain_x = false;        // nxc_xp, ncx_xp: at most kPlainXMaxProducts products per x
                                  // element, x of at least kPlainXMinBytes; nxg_xp: at most
                                  // kDepthwisePlainXMaxTaps taps, strides of at most 2, a third
-                                 // of the positions in the frame
+                                 // of the positions in the frame, strided along x only the
+                                 // last column's taps past x's end
     bool group_tasks = false;    // nxg_gt: 3x3 or 5x5 filters, at most kGroupTaskMaxPositions dy
                                  // positions per image, kGroupTaskMinGroupBytes of groups or more
 };
@@ -158,7 +159,10 @@ constexpr int64_t kPlainXMaxProducts = 384;
 // the frame's taps that reach past x, read so too, summed again and subtracted;
 // generators/bwd_weights_generator.cpp) takes strides of at most 2 and filters of at most
 // kDepthwisePlainXMaxTaps taps whose frame (the positions with a tap past x) is at most
-// 1 / kDepthwisePlainXFrameShare of dy's positions. Kernel alone on the Zen 5
+// 1 / kDepthwisePlainXFrameShare of dy's positions. Strided along x, its reduction leaves
+// out the first columns whose taps read before x and the last column, whose products the
+// frame adds, and reads the others unclamped: only the last column's taps may reach past
+// x's end (pads after of at most the stride, as SAME's for 3x3 and 5x5 filters). Kernel alone on the Zen 5
 // (AVX-512 f32, ms ratio of the kernel the registry took before / nxg_xp; bench/RESULTS.md,
 // forty-seventh session): mb_dw32_112 1.18-1.38x, mb_dw96s2_112 1.63x (nxg_sd; 0.79x of
 // that with the reflection), mb_dw144_56 1.09x (nxg_sd), mb_dw576s2_14 1.20x (0.85x of that

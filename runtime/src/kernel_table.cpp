@@ -122,6 +122,17 @@ bool frame_fits(const ConvProblem &p, const CanonicalView &x, const CanonicalVie
     return (all - interior) * kDepthwisePlainXFrameShare <= all;
 }
 
+// Whether, strided along x, only the last output column's taps read past x's end: the
+// depthwise plain-x kernel's reduction (nxg_xp, generators/bwd_weights_generator.cpp) reads
+// the columns before it unclamped.
+bool last_column_alone_past_x(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
+    const int a = p.spatial_rank - 1;  // (x: ConvProblem's innermost axis)
+    const int64_t out = dy.extent[kX];
+    if (p.strides[a] == 1 || out < 2) return true;
+    const int64_t last_read = (out - 2) * p.strides[a] - p.pads_begin[a] + (p.kernel_size[a] - 1) * p.dilations[a];
+    return last_read < x.extent[kX];
+}
+
 // The group-task kernel's problems (kernel_registry.h: kGroupTaskMaxPositions): 2-D square
 // filters of 3 or 5 taps (its taps in registers), small planes, enough groups.
 bool group_tasks_fit(const ConvProblem &p, const CanonicalView &dy) {
@@ -290,14 +301,15 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     }
     if (needs.group_tasks && !group_tasks_fit(p, act1)) return false;
     // Depthwise plain-x kernels (nxg_xp): strides of at most 2 (where x's reflected edge is a
-    // pixel the same tap reads), at most kDepthwisePlainXMaxTaps taps, and at most
-    // 1 / kDepthwisePlainXFrameShare of the positions in the frame they correct.
+    // pixel the same tap reads), at most kDepthwisePlainXMaxTaps taps, at most
+    // 1 / kDepthwisePlainXFrameShare of the positions in the frame they correct, and strided
+    // along x, only the last column's taps past x's end.
     if (needs.plain_x && needs.one_channel_per_group) {
         for (int a = 0; a < p.spatial_rank; a++) {
             if (p.strides[a] > 2) return false;
         }
         if (taps_along(p, p.spatial_rank) > kDepthwisePlainXMaxTaps) return false;
-        if (!frame_fits(p, act0, act1)) return false;
+        if (!frame_fits(p, act0, act1) || !last_column_alone_past_x(p, act0, act1)) return false;
     } else if (needs.plain_x) {
         // Plain-x kernels: few products per element of x (its group's dy channels, act1, times
         // the taps over the strides' product), and x (act0) that streams from memory.
