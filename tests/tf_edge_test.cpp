@@ -1060,7 +1060,8 @@ TEST(TfEdge, DepthwisePlainXEdgesStayOut) {
 // sizes with 80 groups (two-vector blocks, the last shifted inwards), 5x5, explicit pads of
 // 2 and 0 on one axis and 0 and 3 on the other with dilation 2, VALID, 28x28 exactly,
 // batch 1 with 72 groups, float32 and float64, tensors aligned and one element into their
-// storage. Past the rule's edges: a plane of 29x28, 48 groups, a 7x7 filter.
+// storage; 3x3 at stride 2 on 20x20 dy positions, whose 28x28 take nxg_xp in float32.
+// Past the rule's edges: a plane of 29x28, 48 groups, a 7x7 filter.
 TEST(TfEdge, DepthwiseGroupTasksFilter) {
     expect_filter_gradient_by(conv({8, 7, 7, 96}, {3, 3, 1, 96}, "SAME", 1, 1), "nxg_gt", 21);
     expect_filter_gradient_by(conv({2, 15, 13, 80}, {3, 3, 1, 80}, "SAME", 2, 2), "nxg_gt", 22);
@@ -1069,6 +1070,8 @@ TEST(TfEdge, DepthwiseGroupTasksFilter) {
     expect_filter_gradient_by(conv({2, 16, 18, 64}, {3, 3, 1, 64}, "VALID", 1, 1), "nxg_gt", 25);
     expect_filter_gradient_by(conv({2, 28, 28, 64}, {3, 3, 1, 64}, "SAME", 1, 1), "nxg_gt", 26);
     expect_filter_gradient_by(conv({1, 14, 14, 72}, {3, 3, 1, 72}, "SAME", 1, 1), "nxg_gt", 27);
+    expect_filter_gradient_by(conv({2, 40, 40, 64}, {3, 3, 1, 64}, "SAME", 2, 2), "nxg_gt", 28);
+    expect_filter_gradient_by(conv({2, 56, 56, 64}, {3, 3, 1, 64}, "SAME", 2, 2), "nxg_xp", 29, "nxg_gt");
     expect_kernel(conv({2, 29, 28, 64}, {3, 3, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg_xp");
     expect_kernel(conv({2, 14, 14, 48}, {3, 3, 1, 48}, "SAME", 1, 1), "bwd_weights_f32_nxg_xp");
     expect_kernel(conv({2, 14, 14, 64}, {7, 7, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg");

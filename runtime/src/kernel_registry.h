@@ -191,6 +191,13 @@ constexpr int64_t kDepthwisePlainXFrameShare = 3;
 // 14x14 0.80x). The AVX2 path (16 registers: one-vector blocks), against its defaults:
 // mb_dw960_7 1.44x, mb_dw576s2_14 1.78x, mb_dw192_28 1.40x, 64 groups on 28x28 1.60x.
 constexpr int64_t kGroupTaskMaxPositions = 28 * 28;
+// Float32 3x3 filters strided along x: past 20x20 dy positions, nxg_xp (whose reduction reads
+// its inner columns unclamped, the fifty-first session) beat nxg_gt, kernel alone on the Zen 5
+// (batch 8, stride 2; ms ratio nxg_gt / nxg_xp): 28x28 dy positions with 64-384 groups
+// 1.38-1.85x, 96 groups 1.73x, 144 at batch 1 1.25x; the AVX2 path, 144 groups 2.10x. At
+// 20x20: 64 groups 0.93x, 144-384 1.32-1.58x (AVX2 1.03-1.06x); at 17x17 0.83x (64 groups,
+// both paths) and 1.08x (144); at 14x14 0.79-0.91x. (float64: not measured.)
+constexpr int64_t kGroupTaskMaxStridedPositions = 20 * 20;
 constexpr int64_t kGroupTaskMinGroupBytes = 256;
 constexpr int64_t kPlainXMinBytes = int64_t(4) << 20;
 

@@ -134,13 +134,16 @@ bool last_column_alone_past_x(const ConvProblem &p, const CanonicalView &x, cons
 }
 
 // The group-task kernel's problems (kernel_registry.h: kGroupTaskMaxPositions): 2-D square
-// filters of 3 or 5 taps (its taps in registers), small planes, enough groups.
+// filters of 3 or 5 taps (its taps in registers), small planes (smaller for float32 3x3
+// filters strided along x, kGroupTaskMaxStridedPositions), enough groups.
 bool group_tasks_fit(const ConvProblem &p, const CanonicalView &dy) {
     const int r = p.spatial_rank;
     if (r < 2) return false;
     const int64_t k = p.kernel_size[r - 1];
     if ((k != 3 && k != 5) || p.kernel_size[r - 2] != k || (r == 3 && p.kernel_size[0] != 1)) return false;
-    return dy.extent[kX] * dy.extent[canonical::kY] * dy.extent[canonical::kZ] <= kGroupTaskMaxPositions &&
+    const bool strided = p.dtype == DType::kFloat32 && k == 3 && p.strides[r - 1] != 1;
+    return dy.extent[kX] * dy.extent[canonical::kY] * dy.extent[canonical::kZ] <=
+               (strided ? kGroupTaskMaxStridedPositions : kGroupTaskMaxPositions) &&
            dy.extent[kG] * dtype_size(p.dtype) >= kGroupTaskMinGroupBytes;
 }
 
