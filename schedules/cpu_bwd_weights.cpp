@@ -93,10 +93,10 @@ void schedule_frame(BwdWeightsStages &s, const LoopLevel &at, int vec) {
     tiles.split(s.g, t_o, t_i, 1).reorder(t_i, s.ci, s.co, s.kx, s.ky, s.kz, t_o);
     // (The updates come as generators/bwd_weights_generator.cpp defines them: rows, planes,
     // columns, then the columns outside the reduction's, two each. A column's positions run
-    // along its rows, innermost; outside the reduction's (strided along x: one or two
-    // columns at each end, every tap that reads inside x), the taps innermost, so that each
-    // position's cold reads of x serve all of them, and the RVars in their order, as Halide
-    // keeps those of a subtraction.)
+    // along its rows, innermost; outside the reduction's (strided along x: the first
+    // columns, up to past the padding, and the last; every tap that reads inside x), the
+    // taps innermost, so that each position's cold reads of x serve all of them, and the
+    // RVars in their order, as Halide keeps those of a subtraction.)
     for (int u = 0; u < s.frame.num_update_definitions(); u++) {
         const std::vector<RVar> r = s.frame.rvars(u);  // (ox, oy, oz, n)
         Stage update = s.frame.update(u);

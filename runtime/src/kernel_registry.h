@@ -47,7 +47,8 @@ struct LayoutRequirement {
                                  // of the positions in the frame, strided along x only the
                                  // last column's taps past x's end
     bool group_tasks = false;    // nxg_gt: 3x3 or 5x5 filters, at most kGroupTaskMaxPositions dy
-                                 // positions per image, kGroupTaskMinGroupBytes of groups or more
+                                 // positions per image (kGroupTaskMaxStridedPositions: float32
+                                 // 3x3 strided along x), kGroupTaskMinGroupBytes of groups or more
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -162,14 +163,13 @@ constexpr int64_t kPlainXMaxProducts = 384;
 // 1 / kDepthwisePlainXFrameShare of dy's positions. Strided along x, its reduction leaves
 // out the first columns whose taps read before x and the last column, whose products the
 // frame adds, and reads the others unclamped: only the last column's taps may reach past
-// x's end (pads after of at most the stride, as SAME's for 3x3 and 5x5 filters). Kernel alone on the Zen 5
-// (AVX-512 f32, ms ratio of the kernel the registry took before / nxg_xp; bench/RESULTS.md,
-// forty-seventh session): mb_dw32_112 1.18-1.38x, mb_dw96s2_112 1.63x (nxg_sd; 0.79x of
-// that with the reflection), mb_dw144_56 1.09x (nxg_sd), mb_dw576s2_14 1.20x (0.85x of that
-// with the reflection), mb_dw192_28 0.93-1.10x; off the suite 64
-// groups on 56x56 1.13x, 96 on 112x112 stride 2 batch 1 1.91x, dilation 2 1.35x, 48 groups
-// on 33x31 1.37x. A 7x7 plane (mb_dw960_7: half its positions in the frame) ran 0.64x and a
-// 5x5 filter on 28x28 0.73x.
+// x's end (pads after of at most the stride, as SAME's for 3x3 and 5x5 filters). Kernel alone on
+// the Zen 5 (AVX-512 f32, ms ratio of the kernel the registry took before / nxg_xp;
+// bench/RESULTS.md, forty-seventh session): mb_dw32_112 1.18-1.38x, mb_dw96s2_112 1.63x (nxg_sd;
+// 0.79x of that with the reflection), mb_dw144_56 1.09x (nxg_sd), mb_dw576s2_14 1.20x (0.85x of
+// that with the reflection), mb_dw192_28 0.93-1.10x; off the suite 64 groups on 56x56 1.13x, 96 on
+// 112x112 stride 2 batch 1 1.91x, dilation 2 1.35x, 48 groups on 33x31 1.37x. A 7x7 plane
+// (mb_dw960_7: half its positions in the frame) ran 0.64x and a 5x5 filter on 28x28 0.73x.
 constexpr int64_t kDepthwisePlainXMaxTaps = 9;
 constexpr int64_t kDepthwisePlainXFrameShare = 3;
 // The group-task variant (nxg_gt: NHWC depthwise filter gradients where a thread's task is a
