@@ -104,20 +104,29 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     return tiled <= kWinogradMaxOvercompute * w * h;
 }
 
+// Along axis `a` (ConvProblem's, outermost first), how many of one image's output positions
+// (dy's) at the start have a tap that reads before x, and at the end one that reads past it.
+struct PositionsPastX {
+    int64_t out, before, after;
+};
+PositionsPastX positions_past_x(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy, int a) {
+    const auto ceil_div = [](int64_t n, int64_t d) { return n >= 0 ? (n + d - 1) / d : -(-n / d); };
+    const int dim = kX + (p.spatial_rank - 1 - a);
+    const int64_t out = dy.extent[dim], in = x.extent[dim], pad = p.pads_begin[a];
+    const int64_t last = (p.kernel_size[a] - 1) * p.dilations[a];
+    return {out, std::clamp<int64_t>(ceil_div(pad, p.strides[a]), 0, out),
+            std::clamp<int64_t>(out - ceil_div(in + pad - last, p.strides[a]), 0, out)};
+}
+
 // Whether the output positions of one image (dy's) whose taps reach past x along some axis,
 // the frame that the depthwise plain-x kernel (nxg_xp, generators/bwd_weights_generator.cpp)
 // reads x clamped on and corrects, are at most 1 / kDepthwisePlainXFrameShare of them.
 bool frame_fits(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
-    const auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); };
     int64_t all = 1, interior = 1;
     for (int a = 0; a < p.spatial_rank; a++) {
-        const int dim = kX + (p.spatial_rank - 1 - a);  // (ConvProblem's axes run outermost first)
-        const int64_t out = dy.extent[dim], in = x.extent[dim], pad = p.pads_begin[a];
-        const int64_t before = std::clamp<int64_t>(ceil_div(pad, p.strides[a]), 0, out);
-        const int64_t last = (p.kernel_size[a] - 1) * p.dilations[a];
-        const int64_t after = std::clamp<int64_t>(out - ceil_div(in + pad - last, p.strides[a]), 0, out);
-        all *= out;
-        interior *= std::max<int64_t>(0, out - before - after);
+        const PositionsPastX e = positions_past_x(p, x, dy, a);
+        all *= e.out;
+        interior *= std::max<int64_t>(0, e.out - e.before - e.after);
     }
     return (all - interior) * kDepthwisePlainXFrameShare <= all;
 }
@@ -127,10 +136,7 @@ bool frame_fits(const ConvProblem &p, const CanonicalView &x, const CanonicalVie
 // the columns before it unclamped.
 bool last_column_alone_past_x(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
     const int a = p.spatial_rank - 1;  // (x: ConvProblem's innermost axis)
-    const int64_t out = dy.extent[kX];
-    if (p.strides[a] == 1 || out < 2) return true;
-    const int64_t last_read = (out - 2) * p.strides[a] - p.pads_begin[a] + (p.kernel_size[a] - 1) * p.dilations[a];
-    return last_read < x.extent[kX];
+    return p.strides[a] == 1 || positions_past_x(p, x, dy, a).after <= 1;
 }
 
 // The group-task kernel's problems (kernel_registry.h: kGroupTaskMaxPositions): 2-D square
