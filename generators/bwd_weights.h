@@ -5,6 +5,11 @@
 
 namespace convgrad::gen {
 
+// The small-group variants (nxc_sg, ncx_sg) take groups of this many dy channels (the
+// registry's kSmallGroupPairChannels, runtime/src/kernel_registry.h): a pair of them fills
+// an AVX-512 vector of float32.
+constexpr int kSmallGroupPairChannels = 8;
+
 struct BwdWeightsStages {
     Func dw;         // output, storage type
     Func acc;        // accumulator

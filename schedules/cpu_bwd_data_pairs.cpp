@@ -102,10 +102,13 @@ void schedule_bwd_data_cpu_pairs(BwdDataStages &s, const Target &target) {
     s.acc.update().specialize(s.unit_stride);
 
     // dy_pairs per block of rows, zero border included, copied along dy's rows into each
-    // pair's rows.
+    // pair's rows (a pair's plane at a time where its channels are half a vector: co, w's
+    // output channels, the copy's channels).
     const std::vector<Var> a = s.dy_pairs.args();  // (gpar, c, x, y, z, gp, n)
     s.dy_pairs.compute_at(dx, y_o).bound(a[0], 0, 2).bound_storage(a[1], kSmallGroupChannels);
-    copy_pairs_along_rows(s.dy_pairs, s.dy_g_stride, vec);
+    // (Narrower vectors' half has at most kPixelVectorChannels: such groups take the
+    // pixel-vector kernels, and the specialisation would only cost generation time.)
+    copy_pairs_along_rows(s.dy_pairs, s.dy_g_stride, vec, false, half > kPixelVectorChannels ? co.extent() : Expr());
 
     // The filter packed once, (gpar, ci) innermost: a tile's filter vector is one load.
     const std::vector<Var> w = s.w_pairs.args();  // (gpar, ci, co, kx, ky, kz, gp)
