@@ -106,14 +106,15 @@ inline void stage_vector_dim_innermost(Func f, const Var &inner, const Expr &inn
 // last, every row read one piece of each of the 256 planes in turn: kernel alone on NCHW
 // rx_g32_28, 0.28 + 0.43 ms of staging against 0.61 + 0.72.
 // Channels last, a pair at a time ran nxc_sg 0.85x (the pixel's channels read 64 bytes at
-// a time, 1 KB apart) on the Xeon, but where a pair is one dense vector (`channels`, the
-// copy's channels per group, half a vector, and g_stride too) it now runs a pair at a time,
-// specialised on that channel count: profiled on the Zen 5 (rx_g32_28, kernel alone), the
-// filter gradient's x_pairs 0.46-0.62 -> 0.20-0.32 ms and dy_pairs 0.25-0.36 -> 0.13-0.24
-// (each pair's plane stored in one stream, not 16 interleaved; kernel 1.09-1.59x), the data
-// gradient's dy_pairs 0.54 -> 0.17 ms (the channel count, a constant, is what its copy
-// gained: pixel order 0.18; kernel 1.07-1.12x). The JIT kernels, whose extents are all
-// constants, had shown it: 1.3-1.9x the AOT ones.
+// a time, 1 KB apart) on the Zen 4 (fortieth session), but where a pair is one dense vector
+// (`channels`, the copy's channels per group, half a vector, and g_stride too) it now runs a
+// pair at a time, specialised on that channel count: profiled on the Zen 5 (rx_g32_28,
+// kernel alone), the filter gradient's x_pairs 0.46-0.62 -> 0.20-0.32 ms and dy_pairs
+// 0.25-0.36 -> 0.13-0.24 (each pair's plane stored in one stream, not 16 interleaved;
+// kernel 1.09-1.59x, suite 1.25 -> 1.15 ms), the data gradient's dy_pairs 0.54 -> 0.17 ms
+// (the channel count, a constant, is what its copy gained: pixel order 0.18; kernel
+// 1.06-1.12x, suite unchanged). The JIT kernels, whose extents are all constants, had shown
+// it: 1.3-1.9x the AOT ones, kernel alone; in the bench now the same time.
 inline void copy_pairs_along_rows(Func f, const Expr &g_stride, int vec, bool channels_first = false,
                                   const Expr &channels = Expr()) {
     const std::vector<Var> a = f.args();  // (gpar, c, x, y, z, gp, n)
