@@ -264,9 +264,14 @@ public:
             for (const int a : {1, 2, 0, 3}) {  // (3: the columns outside the reduction's)
                 for (const bool from_end : {false, true}) {
                     const int along = a % 3;  // the axis counted from its end
-                    const Expr outside = from_end ? last_x : first_x;
-                    const Expr columns[2] = {a == 3 ? 0 : a == 0 ? outside : first_x, a == 3 ? outside : out[0] - first_x - last_x};
-                    RDom f({{columns[0], columns[1]}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}},
+                    // Its columns: the reduction's (rows, planes, and the columns at the ends
+                    // counted from `first` past those it leaves out at that end), or those
+                    // left out (a == 3).
+                    const Expr left_out = from_end ? last_x : first_x;  // (at this end)
+                    Expr first = first_x, columns = out[0] - first_x - last_x;
+                    if (a == 0) first = left_out;
+                    if (a == 3) first = 0, columns = left_out;
+                    RDom f({{first, columns}, {0, out[1]}, {0, out[2]}, {0, dy.dim(kN).extent()}},
                            "f" + std::to_string(s.frame.num_update_definitions()));
                     Expr fo[3] = {f[0], f[1], f[2]};
                     if (from_end) fo[along] = out[along] - 1 - f[along];
