@@ -48,8 +48,9 @@ protected:
         return path(name);
     }
 
-    CliResult run(const std::vector<std::string> &args) const {
-        std::string cmd = "'" CONVGRAD_CLI "'";
+    // env: VAR=value settings for this run alone ("" for none).
+    CliResult run(const std::vector<std::string> &args, const std::string &env = "") const {
+        std::string cmd = (env.empty() ? "" : "env '" + env + "' ") + "'" CONVGRAD_CLI "'";
         for (const auto &a : args) cmd += " '" + a + "'";
         const std::string err = path("stderr.txt"), out = path("stdout.txt");
         cmd += " >'" + out + "' 2>'" + err + "'";
@@ -254,6 +255,24 @@ TEST_F(CliTest, CommandLevelErrors) {
     EXPECT_EQ(run({"run", "Conv2DBackpropInput", "--help"}).exit_code, 0);
     EXPECT_EQ(run({"info"}).exit_code, 0);
     EXPECT_EQ(run({"info", "extra"}).exit_code, 2);
+}
+
+// CONVGRAD_MAX_CPU_ISA caps the x86 path (the ISA-path tests run each path natively with
+// it); a name it does not know fails every call with a message, instead of being ignored.
+TEST_F(CliTest, MaxCpuIsa) {
+    CliResult r = run({"info"}, "CONVGRAD_MAX_CPU_ISA=avx9");
+    EXPECT_NE(r.stdout_text.find("x86 multitarget path: error: CONVGRAD_MAX_CPU_ISA=avx9: expected avx512_skylake, "
+                                 "avx2 or sse41"),
+              std::string::npos)
+        << r.stdout_text << r.stderr_text;
+#if defined(__x86_64__)
+    r = run({"info"}, "CONVGRAD_MAX_CPU_ISA=sse41");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.stdout_text.find("x86 multitarget path: sse41 (expected from CPUID: sse41, at most "
+                                 "CONVGRAD_MAX_CPU_ISA=sse41)"),
+              std::string::npos)
+        << r.stdout_text << r.stderr_text;
+#endif
 }
 
 // The oneDNN Graph, ONNX and TF 3-D ops through the CLI, against the N-D reference.

@@ -1,6 +1,7 @@
 // convgrad info: kernels built in, host CPU features, which multitarget ISA path runs, and
 // the GPU devices the drivers report.
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "commands.h"
@@ -28,8 +29,10 @@ int info_command(int argc, char **) {
     std::printf("convgrad %s\n", CONVGRAD_VERSION);
     std::printf("host CPU features:");
     for (const auto &f : host_cpu_features()) std::printf(" %s", f.c_str());
-    std::printf("\nx86 multitarget path: %s (expected from CPUID: %s)\n", probe_isa_path().c_str(),
-                expected_isa_path().c_str());
+    const char *cap = std::getenv("CONVGRAD_MAX_CPU_ISA");
+    if (cap && *cap == '\0') cap = nullptr;
+    std::printf("\nx86 multitarget path: %s (expected from CPUID: %s%s%s)\n", probe_isa_path().c_str(),
+                expected_isa_path().c_str(), cap ? ", at most CONVGRAD_MAX_CPU_ISA=" : "", cap ? cap : "");
     std::printf("GPU kernels built: cuda %s, opencl %s\n", gpu_kernels_built(Device::kCuda) ? "yes" : "no",
                 gpu_kernels_built(Device::kOpenCL) ? "yes" : "no");
     std::printf("devices:\n");

@@ -1,5 +1,8 @@
 // Host CPU features (CPUID, as Halide's runtime reads them) and the x86 multitarget path they
 // should select. `convgrad info` prints both beside the path a kernel call actually took.
+#include <algorithm>
+#include <cstdlib>
+
 #include "convgrad/convgrad.h"
 #include "halide_bridge.h"
 
@@ -33,6 +36,28 @@ constexpr Feature kFeatures[] = {
 
 }  // namespace
 
+// CONVGRAD_MAX_CPU_ISA (as oneDNN's ONEDNN_MAX_CPU_ISA): the best x86 path kernels may take,
+// for a user comparing paths on one machine and for the tests, which run each path this CPU
+// can run natively instead of under qemu (tests/isa_path_run.sh: emulated AVX2 ran 5x slower
+// than emulated SSE4.1 on an Intel host, 15+ min for the binary). Read once.
+int max_isa_index() {
+    static const int index = [] {
+        const char *env = std::getenv("CONVGRAD_MAX_CPU_ISA");
+        if (env == nullptr || *env == '\0') return 0;
+        for (int i = 0; i < kX86PathCount; i++) {
+            if (std::string(env) == kX86PathNames[i]) return i;
+        }
+        return -1;
+    }();
+    return index;
+}
+
+Status isa_cap_status() {
+    if (max_isa_index() >= 0) return Status::ok();
+    return Status::invalid(std::string("CONVGRAD_MAX_CPU_ISA=") + std::getenv("CONVGRAD_MAX_CPU_ISA") +
+                           ": expected avx512_skylake, avx2 or sse41");
+}
+
 std::vector<std::string> host_cpu_features() {
     std::vector<std::string> out;
 #if defined(__x86_64__)
@@ -46,8 +71,9 @@ std::vector<std::string> host_cpu_features() {
 }
 
 // The best of the paths the kernels were built with (halide_bridge.h: x86_path_built) that
-// this CPU supports; "baseline" for a CPU without SSE4.1, whose AOT kernels refuse to run
-// unless they hold that path (halide_bridge.cpp) and whose JIT kernels are plain x86-64.
+// this CPU supports, no better than CONVGRAD_MAX_CPU_ISA; "baseline" for a CPU without
+// SSE4.1, whose AOT kernels refuse to run unless they hold that path (halide_bridge.cpp) and
+// whose JIT kernels are plain x86-64.
 std::string expected_isa_path() {
 #if defined(__aarch64__)
     return "arm64";  // one target (plain NEON), no multitarget choice
@@ -56,9 +82,9 @@ std::string expected_isa_path() {
     const bool sse41 = has(f, {"sse41"});
     const bool avx2 = sse41 && has(f, {"avx", "avx2", "fma", "f16c"});
     const bool avx512 = avx2 && has(f, {"avx512f", "avx512cd", "avx512vl", "avx512bw", "avx512dq"});
-    const std::pair<const char *, bool> paths[] = {{"avx512_skylake", avx512}, {"avx2", avx2}, {"sse41", sse41}};
-    for (const auto &[path, supported] : paths) {
-        if (supported && x86_path_built(path)) return path;
+    const bool supported[kX86PathCount] = {avx512, avx2, sse41};
+    for (int i = std::max(0, max_isa_index()); i < kX86PathCount; i++) {
+        if (supported[i] && x86_path_built(kX86PathNames[i])) return kX86PathNames[i];
     }
     return "baseline";
 #endif

@@ -14,6 +14,7 @@ namespace convgrad {
 namespace {
 
 Status check_options(const RunOptions &o) {
+    if (Status cap = isa_cap_status(); !cap.is_ok()) return cap;
     if (o.backend == Backend::kJit && jit_provider() == nullptr) {
         return Status::unsupported("backend: jit is not enabled: link convgrad_jit and call convgrad::jit::enable()");
     }

@@ -48,7 +48,6 @@ extern "C" void convgrad_halide_error(void *user_context, const char *message) {
 std::atomic<int> g_best_yes{4};
 std::atomic<bool> g_asked{false};
 std::atomic<bool> g_kernel_ran{false};
-const char *const kPathNames[] = {"avx512_skylake", "avx2", "sse41", "baseline"};
 
 bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
     const int word = static_cast<int>(f) / 64;
@@ -63,7 +62,9 @@ int path_of(int count, const uint64_t *features) {
 }
 
 extern "C" int convgrad_can_use_target_features(int count, const uint64_t *features) {
-    const int ok = halide_default_can_use_target_features(count, features);
+    // No to a path better than CONVGRAD_MAX_CPU_ISA (cpu_info.cpp), as to one the CPU lacks.
+    const int ok = halide_default_can_use_target_features(count, features) &&
+                   path_of(count, features) >= std::max(0, max_isa_index());
     if (ok) {
         const int path = path_of(count, features);
         for (int best = g_best_yes.load(); path < best && !g_best_yes.compare_exchange_weak(best, path);) {
@@ -356,8 +357,8 @@ std::string selected_isa_path() {
 #else
     if (!g_asked.load()) return "";
     int fallback = 3;  // the last path built
-    while (fallback > 0 && !x86_path_built(kPathNames[fallback])) fallback--;
-    return kPathNames[std::min(g_best_yes.load(), fallback)];
+    while (fallback > 0 && !x86_path_built(kX86PathNames[fallback])) fallback--;
+    return kX86PathNames[std::min(g_best_yes.load(), fallback)];
 #endif
 }
 

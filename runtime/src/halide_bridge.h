@@ -41,4 +41,13 @@ std::string selected_isa_path();
 #endif
 bool x86_path_built(const std::string &path);
 
+// The x86 multitarget paths, best first; the last, below SSE4.1, is not one a user may cap to.
+inline constexpr const char *kX86PathNames[] = {"avx512_skylake", "avx2", "sse41", "baseline"};
+inline constexpr int kX86PathCount = 3;  // the paths CONVGRAD_MAX_CPU_ISA may name
+
+// CONVGRAD_MAX_CPU_ISA's index in kX86PathNames: 0 when unset, -1 for a name not in it
+// (cpu_info.cpp); every call then fails with isa_cap_status's message.
+int max_isa_index();
+Status isa_cap_status();
+
 }  // namespace convgrad
