@@ -6,6 +6,7 @@
 // by the schedule (no atomics), so results are deterministic run to run.
 #include "bwd_weights.h"
 #include "flat_planes.h"
+#include "next_image_prefetch.h"
 #include "next_tile_prefetch.h"
 #include "transposed_rows.h"
 #include "winograd.h"
@@ -347,6 +348,8 @@ public:
                 // next co block's dy (next_tile_prefetch.h).
                 add_next_tile_prefetch(get_pipeline(), get_target(), *get_externs_map(), bt.bytes(), kFilterGradientTiles);
             }
+            // nxg_gt's tiles prefetch the next image's dy (next_image_prefetch.h).
+            if (s.group_tasks) add_next_image_prefetch(get_pipeline(), get_target(), *get_externs_map(), bt.bytes());
         }
     }
 

@@ -1,7 +1,7 @@
 // LLVM bitcode for what Halide 14 cannot emit on x86 (cmake/EmbedBitcode.cmake assembles it):
 // streaming stores and sfence (streaming_stores.h), and a prefetch into L2
-// (next_tile_prefetch.h). Lowering passes call its functions as Call::Extern; Halide links
-// the bitcode into the kernel (ExternalCode) and LLVM inlines them.
+// (next_tile_prefetch.h, next_image_prefetch.h). Lowering passes call its functions as
+// Call::Extern; Halide links the bitcode into the kernel (ExternalCode) and LLVM inlines them.
 #pragma once
 
 #include <cstdint>
