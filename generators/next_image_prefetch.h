@@ -13,6 +13,7 @@
 // of L2.) The last image prefetches past dy: a prefetch never faults.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,8 @@ private:
     // all read the same dy vector).
     std::vector<std::vector<Halide::Expr>> seen_{{}};
 
-    // The first element of each line that dense vector loads of dy in a statement read.
+    // The first element of each line that dense vector loads of dy in a statement read (a
+    // line read twice listed twice: visit(Store) prefetches it once).
     struct DyLines : public Halide::Internal::IRVisitor {
         explicit DyLines(int e) : element(e) {}
         int element;
@@ -43,12 +45,7 @@ private:
             const Ramp *ramp = op->index.as<Ramp>();
             if (op->name == "dy" && ramp && is_const_one(ramp->stride)) {
                 const int line = 64 / element;
-                for (int j = 0; j * line < ramp->lanes; j++) {
-                    const Halide::Expr first = simplify(ramp->base + j * line);
-                    bool seen = false;
-                    for (const auto &f : firsts) seen = seen || equal(f, first);
-                    if (!seen) firsts.push_back(first);
-                }
+                for (int j = 0; j * line < ramp->lanes; j++) firsts.push_back(simplify(ramp->base + j * line));
             }
             IRVisitor::visit(op);
         }
@@ -63,18 +60,15 @@ private:
         DyLines lines(element_);
         op->value.accept(&lines);
         const Expr image = Variable::make(Int(32), "dy.stride.5");
-        Stmt out = op;
-        for (auto it = lines.firsts.rbegin(); it != lines.firsts.rend(); ++it) {
-            bool done = false;
-            for (const auto &f : seen_.back()) done = done || equal(f, *it);
-            if (done) continue;
-            seen_.back().push_back(*it);
-            const Expr offset = Halide::cast<int64_t>(*it + image) * element_;
-            out = Block::make(Evaluate::make(Call::make(Int(32), "convgrad_prefetch", {Variable::make(Handle(), "dy"), offset},
-                                                        Call::Extern)),
-                              out);
+        std::vector<Stmt> fetches;
+        for (const Expr &first : lines.firsts) {
+            std::vector<Expr> &seen = seen_.back();
+            if (std::any_of(seen.begin(), seen.end(), [&](const Expr &e) { return equal(e, first); })) continue;
+            seen.push_back(first);
+            fetches.push_back(x86_prefetch("dy", first + image, element_));
         }
-        return out;
+        fetches.push_back(op);
+        return Block::make(fetches);
     }
 
     Halide::Internal::Stmt visit(const Halide::Internal::For *op) override {

@@ -92,14 +92,6 @@ private:
         }
     };
 
-    static Halide::Internal::Stmt prefetch(const Halide::Expr &index, int element) {
-        using namespace Halide;
-        using namespace Halide::Internal;
-        return Evaluate::make(Call::make(Int(32), "convgrad_prefetch",
-                                         {Variable::make(Handle(), "dy"), Halide::cast<int64_t>(index) * element},
-                                         Call::Extern));
-    }
-
     Halide::Internal::Stmt visit(const Halide::Internal::For *op) override {
         using namespace Halide;
         using namespace Halide::Internal;
@@ -138,7 +130,7 @@ private:
             const int lines = std::max(1, bytes / 64);
             const Expr base = load->index.as<Ramp>()->base;
             for (int j = 0; j < lines; j++) {
-                const Stmt p = prefetch(base + (lines + j) * line, element);
+                const Stmt p = x86_prefetch("dy", base + (lines + j) * line, element);
                 fetches = fetches.defined() ? Block::make(fetches, p) : p;
             }
         } else {
@@ -149,7 +141,7 @@ private:
             const Expr stride = Variable::make(Int(32), tiles_.scalar_stride);
             // (Clamped: where the loop's extent is not a multiple of the lines it covers.)
             const Expr position = Halide::min((k / tile) * line, op->extent - 1);
-            fetches = prefetch(substitute(op->name, position, load->index) + (tile + k % tile) * stride, element);
+            fetches = x86_prefetch("dy", substitute(op->name, position, load->index) + (tile + k % tile) * stride, element);
         }
         const Stmt fetching = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, Block::make(fetches, body));
         // (`on` at the tiles' outermost loop where there is one, not at the pipeline's top:

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "Halide.h"
@@ -18,6 +19,15 @@ extern const std::vector<uint8_t> kX86Bitcode;  // generated: cmake/EmbedBitcode
 inline void link_x86_bitcode(const Halide::Target &t, Halide::GeneratorContext::ExternsMap &externs) {
     const std::string name = "convgrad.x86_bitcode";
     if (externs.count(name) == 0) externs.insert({name, Halide::ExternalCode::bitcode_wrapper(t, kX86Bitcode, name)});
+}
+
+// A prefetch into L2 of `buffer`'s element at `index` (elements of `element_bytes`): the
+// bitcode's convgrad_prefetch, as a statement for a lowering pass to insert.
+inline Halide::Internal::Stmt x86_prefetch(const std::string &buffer, const Halide::Expr &index, int element_bytes) {
+    using namespace Halide::Internal;
+    return Evaluate::make(Call::make(Halide::Int(32), "convgrad_prefetch",
+                                     {Variable::make(Halide::Handle(), buffer), Halide::cast<int64_t>(index) * element_bytes},
+                                     Call::Extern));
 }
 
 }  // namespace convgrad::gen

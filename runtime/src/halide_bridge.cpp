@@ -63,10 +63,9 @@ int path_of(int count, const uint64_t *features) {
 
 extern "C" int convgrad_can_use_target_features(int count, const uint64_t *features) {
     // No to a path better than CONVGRAD_MAX_CPU_ISA (cpu_info.cpp), as to one the CPU lacks.
-    const int ok = halide_default_can_use_target_features(count, features) &&
-                   path_of(count, features) >= std::max(0, max_isa_index());
+    const int path = path_of(count, features);
+    const int ok = halide_default_can_use_target_features(count, features) && path >= std::max(0, max_isa_index());
     if (ok) {
-        const int path = path_of(count, features);
         for (int best = g_best_yes.load(); path < best && !g_best_yes.compare_exchange_weak(best, path);) {
         }
     }
