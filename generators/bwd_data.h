@@ -45,6 +45,9 @@ struct BwdDataStages {
     // The pointwise variants (nxc_pw, ncx_px_pw): dy read in place, no staged rows
     // (bwd_data_generator.cpp).
     bool pointwise = false;
+    // The in-place variant (nxg_ip): dy read in place through its zero padding, no staged
+    // rows (schedules/cpu_bwd_data.cpp).
+    bool dy_in_place = false;
     RDom r;          // (co, kx, ky, kz)
     ScheduleParams tuned;  // tunable parameters (`convgrad tune`); defaults where unset
     // dx rows per block of dy staged in cache (NXC, NXG and the _px variants): a 3x3 filter

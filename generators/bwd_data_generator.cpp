@@ -47,6 +47,11 @@ public:
     // true: the Winograd variant (nxc_wg: 2-D 3x3 filters, unit strides and dilations, dx and
     // dy channels per group multiples of kChannelSlab; generators/winograd.h).
     GeneratorParam<bool> winograd{"winograd", false};
+    // true: the in-place variant (nxg_ip: NHWC depthwise 3x3 filters, unit strides and
+    // dilations; the kernel takes 3x3 filters alone): the tiles read dy in place, through its
+    // zero padding, instead of staging each block of rows with its zero border first
+    // (schedules/cpu_bwd_data.cpp).
+    GeneratorParam<bool> dy_in_place{"dy_in_place", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -122,6 +127,17 @@ private:
             s.dy_in = rows_over_zeros(dy, "dy_in");
         } else {
             s.dy_in = zero_padded(dy, "dy_in");
+        }
+        if (dy_in_place && (variant_layout() != Layout::NXG || x_phases == 2 || pixel_vectors || bt.bits() == 16 ||
+                            get_target().has_gpu_feature())) {
+            throw std::invalid_argument("convgrad: dy_in_place is a CPU variant of layout=nxg alone, for native float types");
+        }
+        s.dy_in_place = dy_in_place;
+        if (dy_in_place) {
+            // 3x3 taps: Halide checks it, and compiles the tiles for those alone.
+            w.dim(kKx).set_bounds(0, 3);
+            w.dim(kKy).set_bounds(0, 3);
+            w.dim(kKz).set_bounds(0, 1);
         }
         // Halide 14 converts 16-bit floats in software on x86 (no F16C): such inputs are
         // converted once per element instead of at every use in the tiles.

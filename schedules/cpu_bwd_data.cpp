@@ -156,8 +156,18 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     // (The x-phase NXC variant keeps the whole copy: row blocks measured 10-15 % slower on
     // rn50_3x3s2_28, not understood yet.)
     // (The pointwise variant reads dy in place: nothing to stage.)
-    const bool stage_row_blocks =
-        (layout == Layout::NXG || (layout == Layout::NXC && !s.phased)) && !s.staged_inputs && !s.pointwise;
+    // The in-place variant (nxg_ip: 3x3 depthwise, unit strides) reads dy in place too,
+    // through its zero padding: Halide partitions each row's tiles and the rows so that
+    // only the edges test, and the tiles' reads of dy interleave with their stores of dx,
+    // where the staged copy was a phase of reads alone before a phase of compute and stores
+    // (an Intel core's own traffic tops out near 26 GB/s, reads and writes together). Kernel
+    // alone on a Xeon (bench/RESULTS.md, fifty-fourth session), float32, ms ratio staged / in
+    // place: mb_dw32_112 1.26-1.29x, mb_dw144_56 1.15-1.24x, mb_dw192_28 1.20x, mb_dw960_7
+    // 1.27x (AVX2 1.19-1.25x); batch 1, odd sizes and vector tails 1.10-1.22x. Not with larger
+    // filters (5x5 0.50-0.79x, 7x7 0.71x) nor below a vector of groups (8: 0.89x): the
+    // registry keeps those on nxg. (Its compile costs 2.5x nxg's: the partitioned loops.)
+    const bool stage_row_blocks = (layout == Layout::NXG || (layout == Layout::NXC && !s.phased)) &&
+                                  !s.staged_inputs && !s.pointwise && !s.dy_in_place;
     // Channel slabs: each slab's tiles run over `x_oi`, a run of the row's x tiles: all of
     // them when the slab's filter (c x taps per output channel) outweighs the block's staged
     // rows of dy (x per output channel), else one. With one tile per slab in turn, a row of

@@ -948,25 +948,38 @@ TfConv2D uneven_pads_dilated(TfConv2D c) {
     return c;
 }
 
-// The filter gradient of `c` (random x and dy from `seed`) in float32 and float64, run by
-// the kernel `variant` (bwd_weights_<dtype>_<variant>; float64 by `f64_variant` where given:
-// it is not built with every refinement, generators/CMakeLists.txt), matches the reference
-// with tensors aligned and one element into their storage.
-void expect_filter_gradient_by(TfConv2D c, const std::string &variant, uint64_t seed, const std::string &f64_variant = "") {
+// The gradient of `c` in direction `d` (random inputs from `seed`: x and dy for the filter
+// gradient, w and dy for the data gradient) in float32 and float64, run by the kernel
+// `variant` (<direction>_<dtype>_<variant>; float64 by `f64_variant` where given: it is not
+// built with every refinement, generators/CMakeLists.txt), matches the reference with
+// tensors aligned and one element into their storage.
+void expect_gradient_by(TfConv2D c, Direction d, const std::string &variant, uint64_t seed,
+                        const std::string &f64_variant = "") {
     ASSERT_TRUE(infer_out_backprop(c));
     SCOPED_TRACE(describe(c));
+    const bool data = d == Direction::kBackwardData;
     tf::ConvAttrs attrs{c.strides, c.dilations, c.padding, c.explicit_paddings, c.data_format};
     Rng rng(seed);
-    const auto x = random_values(num_elements(c.input), rng), dy = random_values(num_elements(c.out_backprop), rng);
-    const auto ref = backprop_filter(c, x, dy);
+    const auto x_or_w = random_values(num_elements(data ? c.filter : c.input), rng);
+    const auto dy = random_values(num_elements(c.out_backprop), rng);
+    const auto ref = data ? backprop_input(c, x_or_w, dy) : backprop_filter(c, x_or_w, dy);
+    // run_problem's inputs: dy then w for the data gradient, x then dy for the filter gradient.
+    const auto &first = data ? dy : x_or_w, &second = data ? x_or_w : dy;
     for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
-        Result<ConvProblem> p = tf::conv2d_backprop_filter(attrs, c.input, c.filter, c.out_backprop, dtype);
+        Result<ConvProblem> p = data ? tf::conv2d_backprop_input(attrs, c.input, c.filter, c.out_backprop, dtype)
+                                     : tf::conv2d_backprop_filter(attrs, c.input, c.filter, c.out_backprop, dtype);
         ASSERT_TRUE(p.is_ok()) << p.status.message();
         const bool f64 = dtype == DType::kFloat64;
-        EXPECT_EQ(run_problem(p.value, Direction::kBackwardWeights, x, dy, false).kernel,
-                  std::string("bwd_weights_") + (f64 ? "f64_" + (f64_variant.empty() ? variant : f64_variant) : "f32_" + variant));
-        expect_matches_at_offsets(p.value, Direction::kBackwardWeights, x, dy, ref, f64 ? 1e-12 : 1e-5);
+        EXPECT_EQ(run_problem(p.value, d, first, second, false).kernel,
+                  std::string(data ? "bwd_data_" : "bwd_weights_") +
+                      (f64 ? "f64_" + (f64_variant.empty() ? variant : f64_variant) : "f32_" + variant));
+        expect_matches_at_offsets(p.value, d, first, second, ref, f64 ? 1e-12 : 1e-5);
     }
+}
+
+// expect_gradient_by for the filter gradient.
+void expect_filter_gradient_by(TfConv2D c, const std::string &variant, uint64_t seed, const std::string &f64_variant = "") {
+    expect_gradient_by(std::move(c), Direction::kBackwardWeights, variant, seed, f64_variant);
 }
 
 // Dense filter gradients with few products per element of a large x (its group's dy channels
@@ -1075,6 +1088,32 @@ TEST(TfEdge, DepthwiseGroupTasksFilter) {
     expect_kernel(conv({2, 29, 28, 64}, {3, 3, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg_xp");
     expect_kernel(conv({2, 14, 14, 48}, {3, 3, 1, 48}, "SAME", 1, 1), "bwd_weights_f32_nxg_xp");
     expect_kernel(conv({2, 14, 14, 64}, {7, 7, 1, 64}, "SAME", 1, 1), "bwd_weights_f32_nxg");
+}
+
+// NHWC depthwise data gradients with 3x3 filters, unit strides and dilations, and at least 64
+// bytes of groups take nxg_ip (dy read in place through its zero padding, no staged rows;
+// kernel_registry.h): odd sizes with 48 groups (vectors and a tail), VALID (dx past dy on
+// every side), explicit pads of 2 and 0 on one axis and 0 and 3 on the other, batch 1 with
+// 1040 groups on a 7x7 plane, 16 groups on 2x3 (dy smaller than the filter's reach),
+// float32 (float64 through nxg), tensors aligned and one element into their storage. Past
+// the rule's edges, on nxg: 8 groups (32 bytes), a 5x5 filter, dilation 2, stride 2 on odd
+// sizes, a 3x1 filter.
+TEST(TfEdge, DepthwiseInPlaceData) {
+    const auto in_place = [](TfConv2D c, uint64_t seed) {
+        expect_gradient_by(std::move(c), Direction::kBackwardData, "nxg_ip", seed, "nxg");
+    };
+    in_place(conv({2, 21, 19, 48}, {3, 3, 1, 48}, "SAME", 1, 1), 31);
+    in_place(conv({2, 17, 23, 32}, {3, 3, 1, 32}, "VALID", 1, 1), 32);
+    TfConv2D uneven = conv({2, 20, 18, 24}, {3, 3, 1, 24}, "EXPLICIT", 1, 1);
+    uneven.explicit_paddings = {0, 0, 2, 0, 0, 3, 0, 0};
+    in_place(uneven, 33);
+    in_place(conv({1, 7, 7, 1040}, {3, 3, 1, 1040}, "SAME", 1, 1), 34);
+    in_place(conv({3, 2, 3, 16}, {3, 3, 1, 16}, "SAME", 1, 1), 35);
+    expect_kernel(conv({2, 24, 24, 8}, {3, 3, 1, 8}, "SAME", 1, 1), "bwd_data_f32_nxg");
+    expect_kernel(conv({2, 24, 24, 32}, {5, 5, 1, 32}, "SAME", 1, 1), "bwd_data_f32_nxg");
+    expect_kernel(uneven_pads_dilated(conv({2, 24, 24, 32}, {3, 3, 1, 32}, "EXPLICIT", 1, 1)), "bwd_data_f32_nxg");
+    expect_kernel(conv({2, 25, 23, 32}, {3, 3, 1, 32}, "SAME", 2, 2), "bwd_data_f32_nxg");
+    expect_kernel(conv({2, 24, 24, 32}, {3, 1, 1, 32}, "SAME", 1, 1), "bwd_data_f32_nxg");
 }
 
 // A flat-plane tap that crosses a row's end reads the neighbouring row's pixel, and the

@@ -49,6 +49,8 @@ struct LayoutRequirement {
     bool group_tasks = false;    // nxg_gt: 3x3 or 5x5 filters, at most kGroupTaskMaxPositions dy
                                  // positions per image (kGroupTaskMaxStridedPositions: float32
                                  // 3x3 strided along x), kGroupTaskMinGroupBytes of groups or more
+    bool dy_in_place = false;    // nxg_ip: data gradient, 2-D 3x3 filters, unit strides and
+                                 // dilations, kInPlaceMinGroupBytes of groups or more
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -200,6 +202,13 @@ constexpr int64_t kGroupTaskMaxPositions = 28 * 28;
 constexpr int64_t kGroupTaskMaxStridedPositions = 20 * 20;
 constexpr int64_t kGroupTaskMinGroupBytes = 256;
 constexpr int64_t kPlainXMinBytes = int64_t(4) << 20;
+// The in-place depthwise data gradient (nxg_ip: dy read in place through its zero padding,
+// schedules/cpu_bwd_data.cpp) takes 2-D 3x3 filters with unit strides and dilations, and at
+// least an AVX-512 vector of groups: kernel alone on a Xeon against nxg (float32, ms ratio
+// nxg / nxg_ip; bench/RESULTS.md, fifty-fourth session) 1.10-1.29x on MobileNet's stride-1
+// layers, batch 1, odd sizes and vector tails (24 groups), AVX2 1.19-1.25x; with 8 groups
+// 0.89x, and 5x5 (0.50-0.79x) and 7x7 filters (0.71x) stay on nxg.
+constexpr int64_t kInPlaceMinGroupBytes = 64;
 
 // The Winograd kernels (nxc_wg, ncx_wg, generators/winograd.h) hold 36 x C_in x C_out values per
 // group (the data gradient's transformed filter, which every block of tiles reads; the filter

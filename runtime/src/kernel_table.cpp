@@ -1,7 +1,8 @@
 // The dispatch table, generated from the build's kernel list (generators/CMakeLists.txt): per
 // (direction, dtype), the data gradient's stride-2 kernels (nxg_s2, ncg_s2_px, nxc_s2_px,
 // ncx_s2_px, nxc_s2), the depthwise kernels (one channel per group: the filter gradient's
-// nxg_gt for small planes, nxg_xp for x read in place, nxg_sd for large dy, nxg with groups
+// nxg_gt for small planes, nxg_xp for x read in place, nxg_sd for large dy, the data
+// gradient's nxg_ip for 3x3 filters with dy read in place, nxg with groups
 // contiguous, ncg_fp for flat planes, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
 // small groups, nxc_cs for whole slabs of channels, nxc_xp for the filter gradient's few
@@ -59,6 +60,7 @@ constexpr LayoutRequirement layout_nxc_xp = {kC, false, false, false, false, fal
 constexpr LayoutRequirement layout_ncx_xp = {kX, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg_gt = {kG, true, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg_xp = {kG, true, false, false, false, false, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_nxg_ip = {kG, true, false, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg = {kG, true};
 constexpr LayoutRequirement layout_ncg_fp = {kX, true, false, false, false, true};
 constexpr LayoutRequirement layout_ncg = {kX, true};
@@ -151,6 +153,16 @@ bool group_tasks_fit(const ConvProblem &p, const CanonicalView &dy) {
     return dy.extent[kX] * dy.extent[canonical::kY] * dy.extent[canonical::kZ] <=
                (strided ? kGroupTaskMaxStridedPositions : kGroupTaskMaxPositions) &&
            dy.extent[kG] * dtype_size(p.dtype) >= kGroupTaskMinGroupBytes;
+}
+
+// The in-place depthwise data gradient's problems (kernel_registry.h: kInPlaceMinGroupBytes):
+// 2-D 3x3 filters, unit strides and dilations, enough groups (act1 is dx).
+bool in_place_fits(const ConvProblem &p, const CanonicalView &dx) {
+    if (p.spatial_rank != 2) return false;
+    for (int a = 0; a < 2; a++) {
+        if (p.kernel_size[a] != 3 || p.strides[a] != 1 || p.dilations[a] != 1) return false;
+    }
+    return dx.extent[kG] * dtype_size(p.dtype) >= kInPlaceMinGroupBytes;
 }
 
 // The flat-plane filter gradient's problems (kernel_registry.h: kFlatFilterPlaneMax): 2-D,
@@ -309,6 +321,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         }
     }
     if (needs.group_tasks && !group_tasks_fit(p, act1)) return false;
+    if (needs.dy_in_place && !in_place_fits(p, act1)) return false;
     // Depthwise plain-x kernels (nxg_xp): strides of at most 2 (where x's reflected edge is a
     // pixel the same tap reads), at most kDepthwisePlainXMaxTaps taps, at most
     // 1 / kDepthwisePlainXFrameShare of the positions in the frame they correct, and strided

@@ -6,7 +6,8 @@
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
 // the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
 // `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg`, `nxc_sg` and `ncx_sg`, is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
-// in place), or `_sd` (the filter gradient's NHWC depthwise tiles over dy staged per chunk), or `_xp` (the
+// in place), or `_sd` (the filter gradient's NHWC depthwise tiles over dy staged per chunk), or `_ip` (the
+// data gradient's NHWC depthwise 3x3 tiles that read dy in place), or `_xp` (the
 // filter gradient's dense tiles on x staged as it is, without blocks of the tile's channels), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
 // (Winograd F(4x4, 3x3) tiles, both directions, generators/winograd.h):
 // "nxc_s2_px" is layout=nxc x_phases=2 pixel_vectors=true, "nxc_sg" is layout=nxc
@@ -31,6 +32,7 @@ struct KernelVariant {
     bool flat_planes = false;
     bool plain_x = false;
     bool group_tasks = false;
+    bool dy_in_place = false;
     bool winograd = false;
 
     static KernelVariant parse(std::string name) {
@@ -51,6 +53,7 @@ struct KernelVariant {
         v.staged_dy = strip("_sd");
         v.plain_x = strip("_xp");
         v.group_tasks = strip("_gt");
+        v.dy_in_place = strip("_ip");
         v.flat_planes = strip("_fp");
         v.pixel_vectors = strip("_px");
         v.x_phases = strip("_s2");
@@ -60,14 +63,15 @@ struct KernelVariant {
 
     // The generator params (`key=value`) after dtype; both generators take small_groups,
     // winograd and flat_planes, only the data gradient's takes x_phases, channel_slabs,
-    // pointwise and pixel_vectors, only the filter gradient's dy_broadcasts, staged_dy, plain_x and
-    // group_tasks.
+    // pointwise, dy_in_place and pixel_vectors, only the filter gradient's dy_broadcasts,
+    // staged_dy, plain_x and group_tasks.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
         out.push_back(std::string("small_groups=") + (small_groups ? "true" : "false"));
         if (data) out.push_back(std::string("channel_slabs=") + (channel_slabs ? "true" : "false"));
         if (data) out.push_back(std::string("pointwise=") + (pointwise ? "true" : "false"));
+        if (data) out.push_back(std::string("dy_in_place=") + (dy_in_place ? "true" : "false"));
         out.push_back(std::string("winograd=") + (winograd ? "true" : "false"));
         if (!data) out.push_back(std::string("dy_broadcasts=") + (dy_broadcasts ? "true" : "false"));
         if (!data) out.push_back(std::string("staged_dy=") + (staged_dy ? "true" : "false"));
@@ -81,10 +85,10 @@ struct KernelVariant {
 
 // The kernel variants of one (direction, dtype) for the given layouts, in dispatch order
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
-// before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group, channel-slab, plain-x and group-task variants before the layout they refine
+// before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group, channel-slab, plain-x, group-task and in-place variants before the layout they refine
 // (built for the dtypes with native float arithmetic, f32 and f64, as in
 // generators/CMakeLists.txt; float64, kept exact, without Winograd, and without the dense
-// plain-x and small-group variants), the generic `any` last.
+// plain-x, small-group and depthwise in-place variants), the generic `any` last.
 // dtype: "f32", "f64", "f16", "bf16" or "i32".
 inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, const std::string &dtype) {
     const bool native_floats = dtype == "f32" || dtype == "f64";
@@ -95,14 +99,14 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
         return false;
     };
     std::vector<std::string> order;
-    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
+    if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg_ip", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
     else order = {"nxg_gt", "nxg_xp", "nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc_xp", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx_xp", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
         const bool refinement = k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts ||
-                                k.staged_dy || k.plain_x || k.group_tasks || k.flat_planes || k.winograd;
-        const bool not_for_f64 = k.winograd || k.small_groups || (k.plain_x && k.layout != "nxg");
+                                k.staged_dy || k.plain_x || k.group_tasks || k.dy_in_place || k.flat_planes || k.winograd;
+        const bool not_for_f64 = k.winograd || k.small_groups || (k.plain_x && k.layout != "nxg") || k.dy_in_place;
         if (!has(k.layout.c_str()) || (refinement && !native_floats) || (dtype == "f64" && not_for_f64)) continue;
         out.push_back(v);
     }
