@@ -205,9 +205,10 @@ constexpr int64_t kPlainXMinBytes = int64_t(4) << 20;
 // The in-place depthwise data gradient (nxg_ip: dy read in place through its zero padding,
 // schedules/cpu_bwd_data.cpp) takes 2-D 3x3 filters with unit strides and dilations, and at
 // least an AVX-512 vector of groups: kernel alone on a Xeon against nxg (float32, ms ratio
-// nxg / nxg_ip; bench/RESULTS.md, fifty-fourth session) 1.10-1.29x on MobileNet's stride-1
-// layers, batch 1, odd sizes and vector tails (24 groups), AVX2 1.19-1.25x; with 8 groups
-// 0.89x, and 5x5 (0.50-0.79x) and 7x7 filters (0.71x) stay on nxg.
+// nxg / nxg_ip; bench/RESULTS.md, fifty-fourth session) mb_dw32_112 1.23x, mb_dw192_28
+// 1.25x, mb_dw960_7 1.45x, 24 groups on 30x30 1.05x; its prototype (nxg unstaged, any
+// filter) 1.10-1.22x at batch 1 and on odd sizes, AVX2 1.19-1.25x, but 0.89x with 8 groups,
+// and 5x5 (0.50-0.79x) and 7x7 filters (0.71x), which stay on nxg.
 constexpr int64_t kInPlaceMinGroupBytes = 64;
 
 // The Winograd kernels (nxc_wg, ncx_wg, generators/winograd.h) hold 36 x C_in x C_out values per
