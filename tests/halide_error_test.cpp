@@ -1,6 +1,7 @@
 // The Halide runtime's own checks must surface as a Status, never abort(): call a kernel
 // directly (bypassing the registry's predicate) with views or sizes it asserts against.
 #include <gtest/gtest.h>
+#include <utility>
 
 #include "halide_bridge.h"
 #include "kernel_registry.h"
@@ -64,6 +65,13 @@ ConvProblem padded_3x3(int groups, int in_channels, int out_channels, int width,
     return p;
 }
 
+// `p` with a kh x kw filter, padded so that its planes keep their size.
+ConvProblem with_filter(ConvProblem p, int kh, int kw) {
+    p.kernel_size = {kh, kw, 1};
+    p.pads_begin = p.pads_end = {(kh - 1) / 2, (kw - 1) / 2, 0};
+    return p;
+}
+
 // The kernel `name`, called directly on `p`, fails with an error status that names it.
 void expect_refused(const ConvProblem &p, bool gapped, const std::string &name) {
     const Status s = run_directly(p, gapped, name);
@@ -122,10 +130,7 @@ TEST(HalideErrors, WinogradKernelRefusesOtherLayers) {
     dilated.dilations = {2, 2, 1};
     dilated.pads_begin = dilated.pads_end = {2, 2, 0};
     expect_refused(dilated, false, "bwd_data_f32_nxc_wg");
-    ConvProblem five = padded_3x3(1, 32, 32, 8, 8);
-    five.kernel_size = {5, 5, 1};
-    five.pads_begin = five.pads_end = {2, 2, 0};
-    expect_refused(five, false, "bwd_data_f32_nxc_wg");
+    expect_refused(with_filter(padded_3x3(1, 32, 32, 8, 8), 5, 5), false, "bwd_data_f32_nxc_wg");
 }
 
 // The Winograd filter gradients (nxc_wg, ncx_wg) likewise: given stride 2 (which the
@@ -185,6 +190,15 @@ TEST(HalideErrors, FlatPlaneKernelRefusesGappedRows) {
     p.activation_layout = ActivationLayout::kNCX;
     p.filter_layout = FilterLayout::kOIX;
     expect_refused(p, true, "bwd_data_f32_ncg_fp");
+}
+
+// The in-place depthwise data gradient (nxg_ip) is compiled for 3x3 filters alone: given a
+// 5x5 or a 3x1 one (which the registry routes to nxg), it fails with a status that names it
+// instead of reading the filter past its bounds.
+TEST(HalideErrors, InPlaceKernelRefusesOtherFilters) {
+    for (const auto &[kh, kw] : {std::pair{5, 5}, std::pair{1, 3}}) {
+        expect_refused(with_filter(padded_3x3(32, 32, 32, 9, 9), kh, kw), false, "bwd_data_f32_nxg_ip");
+    }
 }
 
 // The flat-plane filter gradient (ncg_fp) reads each image's dense planes as one row: given
