@@ -130,7 +130,9 @@ private:
         }
         if (dy_in_place && (variant_layout() != Layout::NXG || x_phases == 2 || pixel_vectors || bt.bits() == 16 ||
                             get_target().has_gpu_feature())) {
-            throw std::invalid_argument("convgrad: dy_in_place is a CPU variant of layout=nxg alone, for native float types");
+            throw std::invalid_argument(
+                "convgrad: dy_in_place is a CPU variant of layout=nxg alone (x_phases=1, no pixel_vectors), "
+                "for native float types");
         }
         s.dy_in_place = dy_in_place;
         if (dy_in_place) {
