@@ -6,6 +6,8 @@
 // views, no oneDNN.
 //   kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]   e.g. kernel_ab "$fixed" dy w dx 5
 // ONLY (0 or 1) times one of the two alone, for perf.
+// KERNEL_AB_DTYPE (environment; scripts/kernel-ab.sh sets it from PARAMS' dtype): float32
+// (default) or float64, the buffers' element type.
 // Scratch comes from the library's allocator (runtime/src/kernel_memory.cpp), parallel loops
 // run on its thread pool (runtime/src/thread_pool.cpp).
 // OFF_<name> (environment, e.g. OFF_dy=256): that buffer starts so many bytes past a page
@@ -37,7 +39,8 @@ using Fixed = convgrad::gen::FixedValues;
 
 // A buffer with the problem's extents and strides, filled with values in [-0.5, 0.5),
 // starting OFF_<name> bytes past a page boundary.
-Buffer<float> make(const Fixed &f, const std::string &name) {
+template<typename T>
+Buffer<T> make(const Fixed &f, const std::string &name) {
     const std::vector<int64_t> &e = f.at(name + ".extent"), &s = f.at(name + ".stride");
     std::vector<halide_dimension_t> dims;
     size_t span = 1;
@@ -47,26 +50,16 @@ Buffer<float> make(const Fixed &f, const std::string &name) {
     }
     const char *off_env = std::getenv(("OFF_" + name).c_str());
     const size_t off = off_env ? std::strtoul(off_env, nullptr, 10) : 0;
-    char *raw = static_cast<char *>(aligned_alloc(4096, (span * sizeof(float) + off + 4095) / 4096 * 4096));
-    float *p = reinterpret_cast<float *>(raw + off);
-    for (size_t i = 0; i < span; i++) p[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.f - 0.5f;
-    return Buffer<float>(p, static_cast<int>(e.size()), dims.data());
+    char *raw = static_cast<char *>(aligned_alloc(4096, (span * sizeof(T) + off + 4095) / 4096 * 4096));
+    T *p = reinterpret_cast<T *>(raw + off);
+    for (size_t i = 0; i < span; i++) p[i] = static_cast<T>((i * 2654435761u) % 1000) / T(1000) - T(0.5);
+    return Buffer<T>(p, static_cast<int>(e.size()), dims.data());
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
-    if (argc < 5) return std::fprintf(stderr, "usage: kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]\n"), 2;
-    const Fixed f = convgrad::gen::parse_fixed_values(argv[1]);
-    const int rounds = argc > 5 ? std::atoi(argv[5]) : 5, only = argc > 6 ? std::atoi(argv[6]) : -1;
-    // The library's scratch allocator and thread pool, as the kernels run under them (Halide's
-    // own malloc and free return large blocks to the system between calls: page faults a call).
-    convgrad::set_pool_threads(2);
-    halide_set_custom_do_par_for(convgrad::convgrad_do_par_for);
-    halide_set_custom_malloc(convgrad::kernel_malloc);
-    halide_set_custom_free(convgrad::kernel_free);
-    Buffer<float> in0 = make(f, argv[2]), in1 = make(f, argv[3]);
-    Buffer<float> out[2] = {make(f, argv[4]), make(f, argv[4])};
+template<typename T>
+int run(char **argv, const Fixed &f, int rounds, int only) {
+    Buffer<T> in0 = make<T>(f, argv[2]), in1 = make<T>(f, argv[3]);
+    Buffer<T> out[2] = {make<T>(f, argv[4]), make<T>(f, argv[4])};
     std::vector<int> sdp;  // stride, dilation, pad: the kernels' scalar arguments
     for (const char *key : {"stride", "dilation", "pad"}) {
         for (int64_t v : f.at(key)) sdp.push_back(static_cast<int>(v));
@@ -77,7 +70,7 @@ int main(int argc, char **argv) {
     };
     if (call(0) != 0 || call(1) != 0) return std::fprintf(stderr, "a kernel returned an error\n"), 1;
     double diff = 0;
-    out[0].for_each_value([&](float a, float b) { diff = std::max(diff, static_cast<double>(std::fabs(a - b))); }, out[1]);
+    out[0].for_each_value([&](T a, T b) { diff = std::max(diff, static_cast<double>(std::fabs(a - b))); }, out[1]);
     std::printf("max |a - b| = %g\n", diff);
     double best[2] = {1e30, 1e30};
     for (int r = 0; r < rounds; r++) {
@@ -97,4 +90,22 @@ int main(int argc, char **argv) {
     if (only >= 0) return std::printf("%s %.4f ms\n", only == 0 ? "A" : "B", best[only]), 0;
     std::printf("A %.4f ms  B %.4f ms  A/B %.3f\n", best[0], best[1], best[0] / best[1]);
     return diff > 1e-3 ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc < 5) return std::fprintf(stderr, "usage: kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]\n"), 2;
+    const Fixed f = convgrad::gen::parse_fixed_values(argv[1]);
+    const int rounds = argc > 5 ? std::atoi(argv[5]) : 5, only = argc > 6 ? std::atoi(argv[6]) : -1;
+    // The library's scratch allocator and thread pool, as the kernels run under them (Halide's
+    // own malloc and free return large blocks to the system between calls: page faults a call).
+    convgrad::set_pool_threads(2);
+    halide_set_custom_do_par_for(convgrad::convgrad_do_par_for);
+    halide_set_custom_malloc(convgrad::kernel_malloc);
+    halide_set_custom_free(convgrad::kernel_free);
+    const char *dtype = std::getenv("KERNEL_AB_DTYPE");
+    if (dtype == nullptr || std::string(dtype) == "float32") return run<float>(argv, f, rounds, only);
+    if (std::string(dtype) == "float64") return run<double>(argv, f, rounds, only);
+    return std::fprintf(stderr, "KERNEL_AB_DTYPE=%s: float32 or float64\n", dtype), 2;
 }

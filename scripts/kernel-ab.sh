@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Schedule work: one kernel variant from two generator executables (or one, with other
 # params), A/B in one process on one fixed problem (bench/kernel_ab.cpp), AVX-512 path
-# (TARGET=x86-64-linux-avx-avx2-f16c-fma-sse41 for the AVX2 one, on a machine without AVX-512).
+# (TARGET=x86-64-linux-avx-avx2-f16c-fma-sse41 for the AVX2 one, on a machine without AVX-512);
+# float32 or float64 (PARAMS' dtype).
 # The suite's per-problem A/B moves by +-10 % between rounds on this VM; this one by ~3 %.
 #   scripts/kernel-ab.sh GEN_A GEN_B GENERATOR "PARAMS" FIXED IN0 IN1 OUT [ROUNDS]
 # PARAMS: the variant's generator params (dtype=float32 layout=nxc x_phases=1 ...);
@@ -36,4 +37,6 @@ target=${TARGET:-x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41}-use
 # shellcheck disable=SC2086
 "$gen_b" -g "$generator" -f kern_b -n b -o "$work" -e static_library target=$target-no_runtime$profile_b $params ${EXTRA_B:-}
 c++ -O2 -std=c++17 -I/usr/include/halide14 "$src" "$(dirname "$src")/../runtime/src/kernel_memory.cpp" "$(dirname "$src")/../runtime/src/thread_pool.cpp" "$work/a.a" "$work/b.a" "$work/runtime.a" -o "$work/kernel_ab" -lpthread -ldl
-"$work/kernel_ab" "$fixed" "$6" "$7" "$8" "${9:-5}"
+dtype=float32
+[[ " $params " =~ \ dtype=([a-z0-9]+)\  ]] && dtype=${BASH_REMATCH[1]}
+KERNEL_AB_DTYPE=$dtype "$work/kernel_ab" "$fixed" "$6" "$7" "$8" "${9:-5}"
