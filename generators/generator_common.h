@@ -13,6 +13,7 @@
 #include "accumulator_check.h"
 #include "canonical.h"
 #include "fixed_problem_text.h"
+#include "llvm_options.h"
 #include "../schedules/register_file.h"
 
 namespace convgrad::gen {
@@ -242,8 +243,9 @@ public:
     // chunk loop it partitions) and rightly drops their update, which the check cannot tell
     // from a dropped one.
     void generate() {
-        static_cast<T *>(this)->generate_variant();
         const Target t = this->get_target();
+        choose_llvm_options(t, storage());  // before LLVM's first use in this process
+        static_cast<T *>(this)->generate_variant();
         if (!t.has_gpu_feature()) {
             this->get_pipeline().add_custom_lowering_pass(
                 new AccumulatorCheck("dtype=" + dtype.value() + " layout=" + layout.value() + " target=" + t.to_string(),

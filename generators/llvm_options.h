@@ -1,0 +1,39 @@
+// LLVM options per kernel. Halide 14 hands HL_LLVM_ARGS to LLVM's option parser once per
+// process, at its first code generation (CodeGen_LLVM::initialize_llvm), which comes after the
+// generator's generate(); every kernel is a generator process of its own (the AOT build,
+// `convgrad aot`, the JIT and the tuner all run the generator executable), so generate() can
+// choose the options per kernel by setting that variable first.
+//
+// Why: LLVM takes most of a kernel's generation (Halide's lowering the rest), and generation
+// is most of CI's time. Its O3 pipeline spends ~60 % of a kernel's time in the IR
+// optimisations (perf on the generator), where non-trivial loop unswitching copies loops on
+// conditions Halide left inside them; the copies then go through instruction selection and
+// register allocation too. Without it (the O2 pipeline's choice) AVX-512 objects are up to
+// 30 % smaller; the three x86 paths of ten float64/16-bit/int32 kernels generate in 0.83x
+// the time, six ARM64 kernels in 0.90x; results are bit-identical, but dense filter gradients
+// ran 1-4 % slower kernel alone (float32 nxc_xp and nxc, float64 nxc; bench/RESULTS.md,
+// fifty-fifth session). So float32 x86 kernels, the ones the benchmark measures, keep full
+// O3; float64, the 16-bit floats and int32 (for exactness and reach, not tuned for speed),
+// and ARM64's kernels (built and tested under qemu, never timed or tuned), take:
+// - -unswitch-threshold=0: no non-trivial unswitching (trivial unswitching stays);
+// - -disable-x86-domain-reassignment: AVX-512's pass that moves mask logic into k registers
+//   (14 % of the AVX-512 code generator's time; nxc_px's assembly identical without it).
+// GPU kernels are left alone (their device code is small). A user's own HL_LLVM_ARGS (e.g.
+// -time-passes) wins: it is left as it is.
+#pragma once
+
+#include <cstdlib>
+
+#include "Halide.h"
+
+namespace convgrad::gen {
+
+inline void choose_llvm_options(const Halide::Target &t, const Halide::Type &storage) {
+    if (t.has_gpu_feature()) return;
+    if (t.arch == Halide::Target::X86 && storage == Halide::Float(32)) return;
+    const char *user = std::getenv("HL_LLVM_ARGS");
+    if (user != nullptr && *user != '\0') return;
+    setenv("HL_LLVM_ARGS", "-unswitch-threshold=0 -disable-x86-domain-reassignment", /*overwrite=*/1);
+}
+
+}  // namespace convgrad::gen

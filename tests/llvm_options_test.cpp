@@ -1,0 +1,52 @@
+// The LLVM options each kernel compiles with (generators/llvm_options.h): float32 on x86
+// keeps LLVM's full O3; float64, 16-bit floats, int32 and every ARM64 kernel compile without
+// non-trivial loop unswitching or AVX-512's domain reassignment; GPU kernels and a user's own
+// HL_LLVM_ARGS are left alone.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "Halide.h"
+#include "llvm_options.h"
+
+namespace convgrad::test {
+namespace {
+
+using Halide::Target;
+
+const std::string kCheaper = "-unswitch-threshold=0 -disable-x86-domain-reassignment";
+
+// HL_LLVM_ARGS after choosing for (target, dtype) from an unset variable ("" if still unset).
+std::string chosen(const std::string &target, const Halide::Type &dtype) {
+    unsetenv("HL_LLVM_ARGS");
+    gen::choose_llvm_options(Target(target), dtype);
+    const char *v = std::getenv("HL_LLVM_ARGS");
+    return v == nullptr ? "" : v;
+}
+
+TEST(LlvmOptions, Float32OnX86KeepsFullOptimisation) {
+    EXPECT_EQ(chosen("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", Halide::Float(32)), "");
+    EXPECT_EQ(chosen("x86-64-linux-sse41", Halide::Float(32)), "");
+}
+
+TEST(LlvmOptions, OtherDtypesAndArm64CompileCheaper) {
+    const std::string x86 = "x86-64-linux-avx-avx2-f16c-fma-sse41";
+    EXPECT_EQ(chosen(x86, Halide::Float(64)), kCheaper);
+    EXPECT_EQ(chosen(x86, Halide::Float(16)), kCheaper);
+    EXPECT_EQ(chosen(x86, Halide::BFloat(16)), kCheaper);
+    EXPECT_EQ(chosen(x86, Halide::Int(32)), kCheaper);
+    EXPECT_EQ(chosen("arm-64-linux", Halide::Float(32)), kCheaper);
+}
+
+TEST(LlvmOptions, GpuKernelsAndTheUsersOwnArgsAreLeftAlone) {
+    EXPECT_EQ(chosen("x86-64-linux-cuda-cuda_capability_80", Halide::Float(64)), "");
+    EXPECT_EQ(chosen("x86-64-linux-opencl", Halide::Int(32)), "");
+    setenv("HL_LLVM_ARGS", "-time-passes", 1);
+    gen::choose_llvm_options(Target("x86-64-linux-sse41"), Halide::Float(64));
+    EXPECT_STREQ(std::getenv("HL_LLVM_ARGS"), "-time-passes");
+    unsetenv("HL_LLVM_ARGS");
+}
+
+}  // namespace
+}  // namespace convgrad::test
