@@ -7,7 +7,7 @@
 //   kernel_ab FIXED IN0 IN1 OUT [ROUNDS [ONLY]]   e.g. kernel_ab "$fixed" dy w dx 5
 // ONLY (0 or 1) times one of the two alone, for perf.
 // KERNEL_AB_DTYPE (environment; scripts/kernel-ab.sh sets it from PARAMS' dtype): float32
-// (default) or float64, the buffers' element type.
+// (default), float64 or int32, the buffers' element type.
 // Scratch comes from the library's allocator (runtime/src/kernel_memory.cpp), parallel loops
 // run on its thread pool (runtime/src/thread_pool.cpp).
 // OFF_<name> (environment, e.g. OFF_dy=256): that buffer starts so many bytes past a page
@@ -17,8 +17,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../generators/fixed_problem_text.h"
@@ -37,8 +39,8 @@ namespace {
 using Halide::Runtime::Buffer;
 using Fixed = convgrad::gen::FixedValues;
 
-// A buffer with the problem's extents and strides, filled with values in [-0.5, 0.5),
-// starting OFF_<name> bytes past a page boundary.
+// A buffer with the problem's extents and strides, filled with values in [-0.5, 0.5)
+// (integers: [-8, 8)), starting OFF_<name> bytes past a page boundary.
 template<typename T>
 Buffer<T> make(const Fixed &f, const std::string &name) {
     const std::vector<int64_t> &e = f.at(name + ".extent"), &s = f.at(name + ".stride");
@@ -52,7 +54,13 @@ Buffer<T> make(const Fixed &f, const std::string &name) {
     const size_t off = off_env ? std::strtoul(off_env, nullptr, 10) : 0;
     char *raw = static_cast<char *>(aligned_alloc(4096, (span * sizeof(T) + off + 4095) / 4096 * 4096));
     T *p = reinterpret_cast<T *>(raw + off);
-    for (size_t i = 0; i < span; i++) p[i] = static_cast<T>((i * 2654435761u) % 1000) / T(1000) - T(0.5);
+    for (size_t i = 0; i < span; i++) {
+        if constexpr (std::is_integral_v<T>) {
+            p[i] = static_cast<T>((i * 2654435761u) % 16) - T(8);
+        } else {
+            p[i] = static_cast<T>((i * 2654435761u) % 1000) / T(1000) - T(0.5);
+        }
+    }
     return Buffer<T>(p, static_cast<int>(e.size()), dims.data());
 }
 
@@ -107,5 +115,6 @@ int main(int argc, char **argv) {
     const char *dtype = std::getenv("KERNEL_AB_DTYPE");
     if (dtype == nullptr || std::string(dtype) == "float32") return run<float>(argv, f, rounds, only);
     if (std::string(dtype) == "float64") return run<double>(argv, f, rounds, only);
-    return std::fprintf(stderr, "KERNEL_AB_DTYPE=%s: float32 or float64\n", dtype), 2;
+    if (std::string(dtype) == "int32") return run<int32_t>(argv, f, rounds, only);
+    return std::fprintf(stderr, "KERNEL_AB_DTYPE=%s: float32, float64 or int32\n", dtype), 2;
 }

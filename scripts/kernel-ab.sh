@@ -2,7 +2,7 @@
 # Schedule work: one kernel variant from two generator executables (or one, with other
 # params), A/B in one process on one fixed problem (bench/kernel_ab.cpp), AVX-512 path
 # (TARGET=x86-64-linux-avx-avx2-f16c-fma-sse41 for the AVX2 one, on a machine without AVX-512);
-# float32 or float64 (PARAMS' dtype).
+# float32, float64 or int32 (PARAMS' dtype).
 # The suite's per-problem A/B moves by +-10 % between rounds on this VM; this one by ~3 %.
 #   scripts/kernel-ab.sh GEN_A GEN_B GENERATOR "PARAMS" FIXED IN0 IN1 OUT [ROUNDS]
 # PARAMS: the variant's generator params (dtype=float32 layout=nxc x_phases=1 ...);
