@@ -18,11 +18,19 @@
 // - -unswitch-threshold=0: no non-trivial unswitching (trivial unswitching stays);
 // - -disable-x86-domain-reassignment: AVX-512's pass that moves mask logic into k registers
 //   (14 % of the AVX-512 code generator's time; nxc_px's assembly identical without it).
+// The dtypes other than float32, on every CPU, also take
+// - -vectorize-slp=false: no SLP vectorizer (Halide vectorizes explicitly; SLP packs the
+//   scalar code left, mostly index arithmetic): their six kernels' three x86 paths generated
+//   in 0.93x the time, results bit-identical, kernel alone 0.95-1.04x (float64 nxc_cs, ncx_cs
+//   and nxc 0.98-1.01x, int32 nxc filter 0.95x and ncx data 1.04x). float32 keeps it, ARM64's
+//   too: its Winograd data gradient ran 0.92x without it on the AVX-512 path (bench/RESULTS.md,
+//   fifty-sixth session).
 // GPU kernels are left alone (their device code is small). A user's own HL_LLVM_ARGS (e.g.
 // -time-passes) wins: it is left as it is.
 #pragma once
 
 #include <cstdlib>
+#include <string>
 
 #include "Halide.h"
 
@@ -30,10 +38,13 @@ namespace convgrad::gen {
 
 inline void choose_llvm_options(const Halide::Target &t, const Halide::Type &storage) {
     if (t.has_gpu_feature()) return;
-    if (t.arch == Halide::Target::X86 && storage == Halide::Float(32)) return;
+    const bool float32 = storage == Halide::Float(32);
+    if (t.arch == Halide::Target::X86 && float32) return;
     const char *user = std::getenv("HL_LLVM_ARGS");
     if (user != nullptr && *user != '\0') return;
-    setenv("HL_LLVM_ARGS", "-unswitch-threshold=0 -disable-x86-domain-reassignment", /*overwrite=*/1);
+    std::string args = "-unswitch-threshold=0 -disable-x86-domain-reassignment";
+    if (!float32) args += " -vectorize-slp=false";
+    setenv("HL_LLVM_ARGS", args.c_str(), /*overwrite=*/1);
 }
 
 }  // namespace convgrad::gen
