@@ -217,7 +217,12 @@ constexpr int64_t kInPlaceMinGroupBytes = 64;
 // than the L3) the data gradient's products waited on memory (prototype: 34 ms). And their
 // 4x4 tiles cover dx (data) or dy (filter) rounded up to whole tiles: at most
 // kWinogradMaxOvercompute times its positions (7x7 and 14x14 images compute 1.31x; 5x5
-// would compute 2.56x).
+// would compute 2.56x). Kernel alone on a Xeon against the direct kernels (nxc, nxc_cs; ms
+// ratio direct / Winograd; bench/RESULTS.md, fifty-sixth session): at 1.38x (17x17) the
+// Winograd filter gradient ran 0.65x (96 channels, batch 4), 0.92x (256), 0.96x and 0.82x
+// (96 and 128, batch 8), the data gradient 0.85x, 0.81x and 1.00x; at 1.37x (10x7, 64
+// channels) 0.85x and 0.78x; at 1.44x (10x10) 0.65x and 0.63x; at 1.34x (13x11) 1.01x, at
+// 1.31x (14x14, 256 channels) 1.04x, and at 1.19x (33x33, 96 channels) 1.12x and 1.43x.
 // (F(4x4, 3x3): 4x4 tiles, 6x6 = 36 products per channel pair; generators/winograd.h.)
 constexpr int kWinogradTile = 4;
 constexpr int kWinogradProducts = (kWinogradTile + 2) * (kWinogradTile + 2);
@@ -234,7 +239,12 @@ constexpr int64_t kWinogradFilterSumBytesPerTile = 128 << 10;
 // (schedules/cpu_winograd.cpp: the storage folded along depth), so both gradients take at
 // most this many depth taps (generators/winograd.h's kWinogradMaxDepthTaps).
 constexpr int64_t kWinogradMaxDepthTaps = 4;
-constexpr double kWinogradMaxOvercompute = 1.5;
+constexpr double kWinogradMaxOvercompute = 1.35;
+// The dilation phases' views (every d-th pixel) keep the earlier bound: over them the direct
+// kernels slow down more than Winograd's transforms (a 17x17 phase of dl_3x3_d2, 256
+// channels: the direct filter gradient 5.3 ms contiguous, 8.7-9.5 strided, Winograd 8.0-8.3;
+// the suite's dl_3x3_d2 filter gradient ran 0.82x with its 17x17 phase direct).
+constexpr double kWinogradMaxPhaseOvercompute = 1.5;
 
 // Where a call runs: the device, and for CUDA the device's compute capability.
 struct Placement {

@@ -103,7 +103,10 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
         return false;
     }
     const int64_t tiled = tiles_along(w) * tiles_along(h) * kWinogradTile * kWinogradTile;
-    return tiled <= kWinogradMaxOvercompute * w * h;
+    // Every pixel (channels-last: a pixel's channels and groups apart; channels-first: 1), or
+    // a dilation phase's every d-th one.
+    const bool every_pixel = act1.stride[kX] == 1 || act1.stride[kX] == act1.extent[kC] * act1.extent[kG];
+    return tiled <= (every_pixel ? kWinogradMaxOvercompute : kWinogradMaxPhaseOvercompute) * w * h;
 }
 
 // Along axis `a` (ConvProblem's, outermost first), how many of one image's output positions
