@@ -240,7 +240,7 @@ constexpr int64_t kWinogradFilterSumBytesPerTile = 128 << 10;
 // most this many depth taps (generators/winograd.h's kWinogradMaxDepthTaps).
 constexpr int64_t kWinogradMaxDepthTaps = 4;
 constexpr double kWinogradMaxOvercompute = 1.35;
-// The dilation phases' views (every d-th pixel) keep the earlier bound: over them the direct
+// The dilation phases' views along x (every d-th pixel) keep the earlier bound: over them the direct
 // kernels slow down more than Winograd's transforms (a 17x17 phase of dl_3x3_d2, 256
 // channels: the direct filter gradient 5.3 ms contiguous, 8.7-9.5 strided, Winograd 8.0-8.3;
 // the suite's dl_3x3_d2 filter gradient ran 0.82x with its 17x17 phase direct).

@@ -103,8 +103,9 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
         return false;
     }
     const int64_t tiled = tiles_along(w) * tiles_along(h) * kWinogradTile * kWinogradTile;
-    // Every pixel (channels-last: a pixel's channels and groups apart; channels-first: 1), or
-    // a dilation phase's every d-th one.
+    // Every pixel along x (channels-last: a pixel's channels and groups apart; channels-first:
+    // 1), or a dilation phase's every d-th one. (Phases along y alone skip rows, not pixels:
+    // the stricter bound, not measured there.)
     const bool every_pixel = act1.stride[kX] == 1 || act1.stride[kX] == act1.extent[kC] * act1.extent[kG];
     return tiled <= (every_pixel ? kWinogradMaxOvercompute : kWinogradMaxPhaseOvercompute) * w * h;
 }
