@@ -9,6 +9,8 @@
 # it; the mission's paths are AVX-512, AVX2 and SSE4.1): the runtime refuses CPUs without it
 # with an error status (runtime/src/halide_bridge.cpp) instead of letting its code fault.
 # A featureless x86-64 path would cost a fifth of the kernels' compile time for no CPU in use.
+# The refinements' floor is AVX2 (FROM_AVX2 below): the registry skips them on CPUs without
+# it (KernelEntry::from_avx2) and the runtime refuses a direct call there.
 # CONVGRAD_X86_PATHS narrows the build to the paths a machine can test: CI's test build
 # leaves out AVX-512 where its CPU lacks it (scripts/build.sh, CONVGRAD_X86_PATHS=runnable).
 # ARM64 (cross builds): plain NEON. The arm_dot_prod / arm_fp16 features speed up int8 dot
@@ -21,7 +23,9 @@ set(convgrad_x86_features_avx2 avx-avx2-f16c-fma-sse41)
 set(convgrad_x86_features_sse41 sse41)
 if (CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
   set(CONVGRAD_HALIDE_TARGETS arm-64-linux)
+  set(CONVGRAD_X86 OFF)
 else ()
+  set(CONVGRAD_X86 ON)
   list(GET CONVGRAD_X86_PATHS -1 last_path)
   if (NOT last_path STREQUAL "sse41")
     message(FATAL_ERROR "CONVGRAD_X86_PATHS must end with sse41, the fallback (got '${CONVGRAD_X86_PATHS}')")
@@ -75,15 +79,22 @@ set(CONVGRAD_KERNEL_FEATURES user_context)
 set(CONVGRAD_RUNTIME "" CACHE INTERNAL "")
 set(CONVGRAD_KERNEL_TARGETS "" CACHE INTERNAL "")
 
-# convgrad_add_kernel(<name> GENERATOR <gen> PARAMS <k=v>... [TARGETS <halide target>...])
+# convgrad_add_kernel(<name> GENERATOR <gen> PARAMS <k=v>... [TARGETS <halide target>...]
+#                     [FROM_AVX2])
 #   Builds one kernel variant named <name> (the C function is convgrad_<name>), for the CPU
-#   targets above unless TARGETS names others (the GPU variants).
+#   targets above unless TARGETS names others (the GPU variants). FROM_AVX2: the x86
+#   multitarget without its SSE4.1 body, AVX2 the fallback (the refinements; the registry
+#   gives them no CPU that lacks AVX2, generators/CMakeLists.txt); the caller leaves such a
+#   kernel out where CONVGRAD_X86_PATHS has no AVX2.
 function(convgrad_add_kernel NAME)
-  cmake_parse_arguments(ARG "" "GENERATOR" "PARAMS;TARGETS" ${ARGN})
+  cmake_parse_arguments(ARG "FROM_AVX2" "GENERATOR" "PARAMS;TARGETS" ${ARGN})
   set(cpu OFF)
   if (NOT ARG_TARGETS)
     set(cpu ON)
     set(ARG_TARGETS ${CONVGRAD_HALIDE_TARGETS})
+    if (ARG_FROM_AVX2)
+      list(REMOVE_ITEM ARG_TARGETS x86-64-linux-${convgrad_x86_features_sse41})
+    endif ()
   endif ()
   convgrad_tuned_schedule(${NAME} tuned)
   if (tuned)

@@ -64,11 +64,11 @@ void expect_winograd_past_dy(DType t, bool nxc, const std::string &data_kernel, 
     const auto filter = [&](const std::vector<double> &v) { return nxc ? permute(v, c.w_shape(), oix_to_xio(2)) : v; };
     RunResult r = run_problem(p, Direction::kBackwardData, act(dy, c.dy_shape()), filter(w), false);
     ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-    EXPECT_EQ(r.kernel, "bwd_data_" + data_kernel);
+    EXPECT_EQ(r.kernel, kernel_on_this_path("bwd_data_" + data_kernel));
     EXPECT_LE(relative_error(r.result, act(nd_backprop_data(c, w, dy), c.x_shape())), tolerance);
     r = run_problem(p, Direction::kBackwardWeights, act(x, c.x_shape()), act(dy, c.dy_shape()), false);
     ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-    EXPECT_EQ(r.kernel, "bwd_weights_" + filter_kernel);
+    EXPECT_EQ(r.kernel, kernel_on_this_path("bwd_weights_" + filter_kernel));
     EXPECT_LE(relative_error(r.result, filter(nd_backprop_filter(c, x, dy))), tolerance);
 }
 
@@ -104,7 +104,7 @@ void expect_small_group_filters(DType t, const std::string &kernel, double toler
                                  : run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(2)),
                                                permute(dy, c.dy_shape(), ncx_to_nxc(2)), false);
         ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-        EXPECT_EQ(r.kernel, "bwd_weights_" + kernel);
+        EXPECT_EQ(r.kernel, kernel_on_this_path("bwd_weights_" + kernel));
         const auto expected = nd_backprop_filter(c, x, dy);
         EXPECT_LE(relative_error(r.result, nchw ? expected : permute(expected, c.w_shape(), oix_to_xio(2))), tolerance);
     }
@@ -134,7 +134,7 @@ void expect_oix_pointwise_slabs(DType t, const std::string &kernel, double toler
         const auto w = random_values(num_elements(c.w_shape()), rng), dy = random_values(num_elements(c.dy_shape()), rng);
         const RunResult r = run_problem(p, Direction::kBackwardData, dy, w, false);
         ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-        EXPECT_EQ(r.kernel, "bwd_data_" + kernel);
+        EXPECT_EQ(r.kernel, kernel_on_this_path("bwd_data_" + kernel));
         EXPECT_LE(relative_error(r.result, nd_backprop_data(c, w, dy)), tolerance);
     }
 }
@@ -148,7 +148,7 @@ void expect_nhwc_depthwise_filters(const NdConv &c, DType dtype, const std::stri
     const RunResult r = run_problem(p, Direction::kBackwardWeights, permute(x, c.x_shape(), ncx_to_nxc(c.rank)),
                                     permute(dy, c.dy_shape(), ncx_to_nxc(c.rank)), false);
     ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-    EXPECT_EQ(r.kernel, kernel);
+    EXPECT_EQ(r.kernel, kernel_on_this_path(kernel));
     const double tolerance = dtype == DType::kFloat64 ? 1e-12 : 1e-5;
     EXPECT_LE(relative_error(r.result, permute(nd_backprop_filter(c, x, dy), c.w_shape(), oix_to_xio(c.rank))), tolerance);
 }

@@ -53,6 +53,17 @@ Status run_filter_directly(const ConvProblem &p, HostTensor &x, HostTensor &dy, 
     return run_kernel(*kernel, p, vx.value, vdy.value, vdw.value);
 }
 
+// The refinements hold no SSE4.1 body (generators/CMakeLists.txt): on that path (a CPU
+// without AVX2, or CONVGRAD_MAX_CPU_ISA=sse41) a direct call of one must be refused with a
+// status that says so, never run AVX2 code. True there, once `s` is checked to be that.
+bool refused_for_want_of_a_body(const Status &s, const std::string &name) {
+    const KernelEntry *k = find_kernel(name);
+    if (k == nullptr || !k->from_avx2 || cpu_takes_avx2()) return false;
+    EXPECT_EQ(s.code(), StatusCode::kUnsupported) << s.message();
+    EXPECT_NE(s.message().find("no SSE4.1 body"), std::string::npos) << s.message();
+    return true;
+}
+
 // A 3x3 layer with pads of 1 on a width x height plane: what the refusal tests below run.
 ConvProblem padded_3x3(int groups, int in_channels, int out_channels, int width, int height) {
     ConvProblem p;
@@ -75,6 +86,7 @@ ConvProblem with_filter(ConvProblem p, int kh, int kw) {
 // The kernel `name`, called directly on `p`, fails with an error status that names it.
 void expect_refused(const ConvProblem &p, bool gapped, const std::string &name) {
     const Status s = run_directly(p, gapped, name);
+    if (refused_for_want_of_a_body(s, name)) return;
     EXPECT_EQ(s.code(), StatusCode::kInternal);
     EXPECT_NE(s.message().find(name), std::string::npos) << s.message();
 }
@@ -149,6 +161,7 @@ TEST(HalideErrors, WinogradFilterKernelRefusesStrides) {
         dy.fill(random_values(dy.tensor.num_elements(), rng));
         const std::string name = nchw ? "bwd_weights_f32_ncx_wg" : "bwd_weights_f32_nxc_wg";
         const Status s = run_filter_directly(p, x, dy, dw, name);
+        if (refused_for_want_of_a_body(s, name)) continue;
         EXPECT_EQ(s.code(), StatusCode::kInternal);
         EXPECT_NE(s.message().find(name), std::string::npos) << s.message();
     }
@@ -177,6 +190,7 @@ TEST(HalideErrors, DyBroadcastKernelOutsideItsRule) {
     x.fill(random_values(x.tensor.num_elements(), rng));
     dy.fill(random_values(dy.tensor.num_elements(), rng));
     const Status s = run_filter_directly(p, x, dy, direct, "bwd_weights_f32_ncx_db");
+    if (refused_for_want_of_a_body(s, "bwd_weights_f32_ncx_db")) return;
     ASSERT_TRUE(s.is_ok()) << s.message();
     ASSERT_TRUE(backward_weights(p, x.tensor, dy.tensor, registry.tensor).is_ok());
     EXPECT_LE(relative_error(direct.values(), registry.values()), 1e-6);
@@ -225,6 +239,7 @@ TEST(HalideErrors, FlatPlaneFilterKernelRefusesOtherLayers) {
         x.fill(random_values(x.tensor.num_elements(), rng));
         dy.fill(random_values(dy.tensor.num_elements(), rng));
         const Status s = run_filter_directly(p, x, dy, dw, "bwd_weights_f32_ncg_fp");
+        if (refused_for_want_of_a_body(s, "bwd_weights_f32_ncg_fp")) continue;
         EXPECT_EQ(s.code(), StatusCode::kInternal);
         EXPECT_NE(s.message().find("bwd_weights_f32_ncg_fp"), std::string::npos) << s.message();
     }

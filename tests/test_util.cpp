@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include "kernel_variant.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -189,6 +191,18 @@ TfConv2D as_nchw(TfConv2D c) {
         c.explicit_paddings = {p[0], p[1], p[6], p[7], p[2], p[3], p[4], p[5]};
     }
     return c;
+}
+
+std::string kernel_on_this_path(const std::string &name) {
+    const std::string path = expected_isa_path();
+    if (path != "sse41" && path != "baseline") return name;
+    const std::string direction = name.rfind("bwd_data_", 0) == 0 ? "bwd_data_" : "bwd_weights_";
+    const size_t dtype_end = name.find('_', direction.size());
+    if (name.rfind(direction, 0) != 0 || dtype_end == std::string::npos) return name;
+    const KernelVariant v = KernelVariant::parse(name.substr(dtype_end + 1));
+    if (!v.refinement()) return name;
+    const bool stride2_twin = v.x_phases && (v.layout == "nxc" || v.layout == "nxg");
+    return name.substr(0, dtype_end + 1) + v.layout + (stride2_twin ? "_s2" : "");
 }
 
 std::string describe(const TfConv2D &c) {

@@ -41,7 +41,7 @@ void expect_kernel(TfConv2D c, const std::string &kernel) {
     const auto dy = random_values(num_elements(c.out_backprop), rng);
     const TfRunResult r = run_tf(c, input_grad, input_grad ? w : x, dy, false);
     ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-    EXPECT_EQ(r.kernel, kernel) << describe(c);
+    EXPECT_EQ(r.kernel, kernel_on_this_path(kernel)) << describe(c);
 }
 
 // VALID, stride 3, kernel 2: input sizes 5, 6 and 7 all give output 2. input_sizes decides;
@@ -899,7 +899,7 @@ TEST(TfEdge, DepthwiseFlatPlanesFilter) {
         const auto ref = backprop_filter(c, x, dy);
         const bool f64 = dtype == DType::kFloat64;
         EXPECT_EQ(run_problem(p.value, Direction::kBackwardWeights, x, dy, false).kernel,
-                  f64 ? "bwd_weights_f64_ncg_fp" : "bwd_weights_f32_ncg_fp");
+                  kernel_on_this_path(f64 ? "bwd_weights_f64_ncg_fp" : "bwd_weights_f32_ncg_fp"));
         expect_matches_at_offsets(p.value, Direction::kBackwardWeights, x, dy, ref, f64 ? 1e-12 : 1e-5);
     }
 }
@@ -924,6 +924,10 @@ void expect_finite_sums_match(const std::vector<double> &result, const std::vect
 // last column of a row, x's last position of a plane (the next plane's first row reads it)
 // and dy's first position of a plane (the previous plane's last vector reads it).
 TEST(TfEdge, DepthwiseFlatPlanesFilterNeighboursStayOut) {
+    if (kernel_on_this_path("bwd_weights_f32_ncg_fp") != "bwd_weights_f32_ncg_fp") {
+        // (ncg, which takes the problem there, sums the padding's zeros times dy: 0 x inf is NaN.)
+        GTEST_SKIP() << "ncg_fp, whose reads past rows and planes this checks, holds no SSE4.1 body";
+    }
     TfConv2D c = as_nchw(conv({4, 7, 7, 6}, {3, 3, 1, 6}, "SAME", 1, 1));
     ASSERT_TRUE(infer_out_backprop(c));
     expect_kernel(c, "bwd_weights_f32_ncg_fp");
@@ -971,8 +975,8 @@ void expect_gradient_by(TfConv2D c, Direction d, const std::string &variant, uin
         ASSERT_TRUE(p.is_ok()) << p.status.message();
         const bool f64 = dtype == DType::kFloat64;
         EXPECT_EQ(run_problem(p.value, d, first, second, false).kernel,
-                  std::string(data ? "bwd_data_" : "bwd_weights_") +
-                      (f64 ? "f64_" + (f64_variant.empty() ? variant : f64_variant) : "f32_" + variant));
+                  kernel_on_this_path(std::string(data ? "bwd_data_" : "bwd_weights_") +
+                                      (f64 ? "f64_" + (f64_variant.empty() ? variant : f64_variant) : "f32_" + variant)));
         expect_matches_at_offsets(p.value, d, first, second, ref, f64 ? 1e-12 : 1e-5);
     }
 }

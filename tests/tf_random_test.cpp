@@ -91,7 +91,7 @@ void check_random_op(bool depthwise, bool backprop_input, uint64_t seed) {
         if (backprop_input) layouts.push_back("nxc_sg");
         if (backprop_input && depthwise) layouts.erase(layouts.begin());  // nxc
         for (const char *layout : layouts) {
-            EXPECT_TRUE(kernels.count(dir + layout)) << dir << layout << " never ran";
+            EXPECT_TRUE(kernels.count(kernel_on_this_path(dir + layout))) << kernel_on_this_path(dir + layout) << " never ran";
         }
     }
 }

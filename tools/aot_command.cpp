@@ -249,7 +249,7 @@ int aot_command(int argc, char **argv) {
                                dir / "kernels" / (fn + ".log"));
                 if (!s.is_ok()) return report(s);
                 includes += "#include \"" + fn + ".h\"\n";
-                entries += "CONVGRAD_KERNEL(" + op + ", " + d + ", " + layout + ")\n";
+                entries += "CONVGRAD_KERNEL(" + op + ", " + d + ", " + layout + ", every_path)\n";  // every body --target names
                 count++;
             }
         }

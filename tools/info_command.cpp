@@ -41,9 +41,9 @@ int info_command(int argc, char **) {
     }
     std::printf("kernels, in dispatch order:\n");
     for (const auto &k : registered_kernels()) {
-        std::printf("  %-24s %-16s %-8s %-6s %s\n", k.name.c_str(),
+        std::printf("  %-24s %-16s %-8s %-6s %s%s\n", k.name.c_str(),
                     k.direction == Direction::kBackwardData ? "backward_data" : "backward_weights",
-                    dtype_name(k.dtype), device_name(k.device), k.layout.c_str());
+                    dtype_name(k.dtype), device_name(k.device), k.layout.c_str(), k.from_avx2 ? "  (from AVX2)" : "");
     }
     return 0;
 }

@@ -90,6 +90,14 @@ std::string expected_isa_path() {
 #endif
 }
 
+bool cpu_takes_avx2() {
+    static const bool yes = [] {
+        const std::string path = expected_isa_path();
+        return path == "arm64" || path == "avx512_skylake" || path == "avx2";
+    }();
+    return yes;
+}
+
 std::string last_isa_path() { return selected_isa_path(); }
 
 }  // namespace convgrad

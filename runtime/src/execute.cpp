@@ -281,7 +281,7 @@ Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tenso
 
 std::vector<KernelInfo> registered_kernels() {
     std::vector<KernelInfo> out;
-    for (const KernelEntry &e : kernel_table()) out.push_back({e.name, e.direction, e.dtype, e.layout, e.device});
+    for (const KernelEntry &e : kernel_table()) out.push_back({e.name, e.direction, e.dtype, e.layout, e.device, e.from_avx2});
     return out;
 }
 

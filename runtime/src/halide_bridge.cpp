@@ -47,6 +47,9 @@ extern "C" void convgrad_halide_error(void *user_context, const char *message) {
 // path that runs is the best one answered yes, else the fallback.
 std::atomic<int> g_best_yes{4};
 std::atomic<bool> g_asked{false};
+// The last AOT kernel's own fallback: 1 (AVX2) for the refinements (from_avx2), else 3 (the
+// build's last path).
+std::atomic<int> g_last_fallback{3};
 std::atomic<bool> g_kernel_ran{false};
 
 bool has_feature(int count, const uint64_t *features, halide_target_feature_t f) {
@@ -309,6 +312,12 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
                                    ": this CPU lacks SSE4.1, which convgrad's prebuilt x86 kernels need "
                                    "(the JIT mode compiles kernels for any x86-64 CPU)");
     }
+    // A refinement's fallback is its AVX2 body (the registry never gives it a CPU without).
+    if (k.device == Device::kCpu && !k.jit && k.from_avx2 && !cpu_takes_avx2()) {
+        return Status::unsupported(std::string("kernel ") + k.name + ": built from AVX2 up (no SSE4.1 body), and this CPU's path is " +
+                                   expected_isa_path() + " (CONVGRAD_MAX_CPU_ISA caps it); the registry gives these problems a plain kernel");
+    }
+    if (k.device == Device::kCpu && !k.jit) g_last_fallback.store(k.from_avx2 ? 1 : 3);
 #endif
     return halide_call(std::string("kernel ") + k.name, [&](void *ctx) {
         auto call = [&] {
@@ -355,7 +364,7 @@ std::string selected_isa_path() {
     return g_kernel_ran.load() ? "arm64" : "";
 #else
     if (!g_asked.load()) return "";
-    int fallback = 3;  // the last path built
+    int fallback = g_last_fallback.load();  // the last path built, or the refinement's AVX2
     while (fallback > 0 && !x86_path_built(kX86PathNames[fallback])) fallback--;
     return kX86PathNames[std::min(g_best_yes.load(), fallback)];
 #endif

@@ -262,10 +262,13 @@ struct KernelEntry {
     Device device = Device::kCpu;  // kCpu, kCuda or kOpenCL
     int capability = 0;            // CUDA: the PTX's compute capability (major * 10 + minor)
     bool jit = false;              // fn is a JIT kernel specialised to one problem
+    bool from_avx2 = false;        // x86: built without the SSE4.1 body, AVX2 its fallback (the
+                                   // refinements, generators/CMakeLists.txt): taken only where
+                                   // the kernels run AVX2 or better (cpu_takes_avx2)
 
-    // The predicate: same direction, dtype and device (CUDA: PTX no newer than the GPU), and
-    // every activation view contiguous where this kernel vectorises (filters are never
-    // constrained: kernels pack them).
+    // The predicate: same direction, dtype and device (CUDA: PTX no newer than the GPU), a
+    // body for this CPU's path, and every activation view contiguous where this kernel
+    // vectorises (filters are never constrained: kernels pack them).
     bool accepts(Direction d, const ConvProblem &p, const CanonicalView &act0, const CanonicalView &act1,
                  const Placement &where) const;
 };

@@ -12,6 +12,7 @@
 // entry that accepts a problem runs.
 #include <algorithm>
 
+#include "halide_bridge.h"
 #include "kernel_registry.h"
 
 #include "kernel_list.inc"  // the generated kernels' headers
@@ -68,6 +69,8 @@ constexpr LayoutRequirement layout_nxc = {kC, false};
 constexpr LayoutRequirement layout_ncx_px = {kX, false, false, true};
 constexpr LayoutRequirement layout_ncx = {kX, false};
 constexpr LayoutRequirement layout_any = {kNone, false};
+constexpr bool floor_every_path = false;
+constexpr bool floor_from_avx2 = true;
 constexpr Device device_cuda = Device::kCuda;
 constexpr Device device_opencl = Device::kOpenCL;
 
@@ -206,9 +209,10 @@ bool flat_filter_fits(const ConvProblem &p, const CanonicalView &x, const Canoni
 
 const std::vector<KernelEntry> &kernel_table() {
     static const std::vector<KernelEntry> table = {
-#define CONVGRAD_KERNEL(direction, dtype, layout)                                                       \
+// floor: every_path, or from_avx2 (an x86 refinement without the SSE4.1 body).
+#define CONVGRAD_KERNEL(direction, dtype, layout, floor)                                                \
     {#direction "_" #dtype "_" #layout, #layout, direction_##direction, dtype_##dtype, layout_##layout, \
-     convgrad_##direction##_##dtype##_##layout},
+     convgrad_##direction##_##dtype##_##layout, Device::kCpu, 0, false, floor_##floor},
 // GPU kernels (CUDA per capability, highest first; OpenCL): stride- and layout-agnostic.
 #define CONVGRAD_GPU_KERNEL(direction, dtype, variant, api, capability)                               \
     {#direction "_" #dtype "_" #variant, "any", direction_##direction, dtype_##dtype, layout_any, \
@@ -224,6 +228,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
                           const CanonicalView &act1, const Placement &where) const {
     if (d != direction || p.dtype != dtype || device != where.device) return false;
     if (device == Device::kCuda && capability > where.cuda_capability) return false;
+    if (from_avx2 && !jit && !cpu_takes_avx2()) return false;
     // Depthwise kernels are built for one channel per group (they assert it).
     if (needs.one_channel_per_group && (act0.extent[kC] != 1 || act1.extent[kC] != 1)) return false;
     // x-phase kernels: the data gradient with stride 2 along x (the problem's innermost

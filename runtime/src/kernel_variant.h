@@ -61,6 +61,15 @@ struct KernelVariant {
         return v;
     }
 
+    // A refinement: a variant that serves some of its layout's problems faster (every suffix
+    // but the x-phase view, `_s2`, which every dtype has). Built for the native float types
+    // only, and on x86 from AVX2 up: no SSE4.1 body (generators/CMakeLists.txt spells the
+    // same rule; CPUs without AVX2 take the plain kernels).
+    bool refinement() const {
+        return pixel_vectors || small_groups || channel_slabs || pointwise || dy_broadcasts || staged_dy || plain_x ||
+               group_tasks || dy_in_place || flat_planes || winograd;
+    }
+
     // The generator params (`key=value`) after dtype; both generators take small_groups,
     // winograd and flat_planes, only the data gradient's takes x_phases, channel_slabs,
     // pointwise, dy_in_place and pixel_vectors, only the filter gradient's dy_broadcasts,
@@ -104,8 +113,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
-        const bool refinement = k.pixel_vectors || k.small_groups || k.channel_slabs || k.pointwise || k.dy_broadcasts ||
-                                k.staged_dy || k.plain_x || k.group_tasks || k.dy_in_place || k.flat_planes || k.winograd;
+        const bool refinement = k.refinement();
         const bool not_for_f64 = k.winograd || k.small_groups || (k.plain_x && k.layout != "nxg") || k.dy_in_place;
         if (!has(k.layout.c_str()) || (refinement && !native_floats) || (dtype == "f64" && not_for_f64)) continue;
         out.push_back(v);

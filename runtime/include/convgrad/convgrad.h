@@ -52,6 +52,7 @@ struct KernelInfo {
     DType dtype;
     std::string layout;     // "nxc", "ncx", ... or "any"
     Device device;          // kCpu, kCuda or kOpenCL
+    bool from_avx2;         // x86: a refinement without an SSE4.1 body, skipped by CPUs without AVX2
 };
 std::vector<KernelInfo> registered_kernels();   // in dispatch order
 
