@@ -46,11 +46,11 @@ double relative_error(const std::vector<double> &got, const std::vector<double> 
 
 std::string describe(const TfConv2D &c);
 
-// The kernel the registry runs for a problem it gives `name` (e.g. "bwd_data_f32_nxc_sg")
-// where this CPU's path is AVX2 or better: `name` itself there. On the SSE4.1 path (a CPU
-// without AVX2, or CONVGRAD_MAX_CPU_ISA=sse41) a refinement's plain kernel, since the
-// refinements hold no SSE4.1 body (generators/CMakeLists.txt): its layout, with the
-// stride-2 view where that layout has one (nxc_s2_px -> nxc_s2, ncx_s2_px -> ncx).
+// The kernel the registry runs for a problem it gives `name` (e.g. "bwd_weights_f32_nxc_sg")
+// where this CPU's path is AVX2 or better: `name` itself there, and on the SSE4.1 path (a
+// CPU without AVX2, or CONVGRAD_MAX_CPU_ISA=sse41) for a kernel that has an SSE4.1 body.
+// One built without (the table's from_avx2, generators/CMakeLists.txt) gives way there to
+// its plain kernel: its layout, with the stride-2 view where that layout has one.
 std::string kernel_on_this_path(const std::string &name);
 
 // A TF Conv2D over NHWC `input` (TF's filter [KH, KW, C_in/G, C_out]): dy's shape is left to

@@ -63,8 +63,8 @@ struct KernelVariant {
 
     // A refinement: a variant that serves some of its layout's problems faster (every suffix
     // but the x-phase view, `_s2`, which every dtype has). Built for the native float types
-    // only, and on x86 from AVX2 up: no SSE4.1 body (generators/CMakeLists.txt spells the
-    // same rule; CPUs without AVX2 take the plain kernels).
+    // only (generators/CMakeLists.txt spells the same rule, and there picks the x86 ones
+    // built without an SSE4.1 body).
     bool refinement() const {
         return pixel_vectors || small_groups || channel_slabs || pointwise || dy_broadcasts || staged_dy || plain_x ||
                group_tasks || dy_in_place || flat_planes || winograd;
