@@ -9,8 +9,9 @@
 # it; the mission's paths are AVX-512, AVX2 and SSE4.1): the runtime refuses CPUs without it
 # with an error status (runtime/src/halide_bridge.cpp) instead of letting its code fault.
 # A featureless x86-64 path would cost a fifth of the kernels' compile time for no CPU in use.
-# The refinements' floor is AVX2 (FROM_AVX2 below): the registry skips them on CPUs without
-# it (KernelEntry::from_avx2) and the runtime refuses a direct call there.
+# Some refinements' floor is AVX2 (FROM_AVX2 below; generators/CMakeLists.txt picks them):
+# the registry skips them on CPUs without it (KernelEntry::from_avx2) and the runtime refuses
+# a direct call there.
 # CONVGRAD_X86_PATHS narrows the build to the paths a machine can test: CI's test build
 # leaves out AVX-512 where its CPU lacks it (scripts/build.sh, CONVGRAD_X86_PATHS=runnable).
 # ARM64 (cross builds): plain NEON. The arm_dot_prod / arm_fp16 features speed up int8 dot
@@ -83,9 +84,9 @@ set(CONVGRAD_KERNEL_TARGETS "" CACHE INTERNAL "")
 #                     [FROM_AVX2])
 #   Builds one kernel variant named <name> (the C function is convgrad_<name>), for the CPU
 #   targets above unless TARGETS names others (the GPU variants). FROM_AVX2: the x86
-#   multitarget without its SSE4.1 body, AVX2 the fallback (the refinements; the registry
-#   gives them no CPU that lacks AVX2, generators/CMakeLists.txt); the caller leaves such a
-#   kernel out where CONVGRAD_X86_PATHS has no AVX2.
+#   multitarget without its SSE4.1 body, AVX2 the fallback (refinements that lose on the
+#   SSE4.1 path, generators/CMakeLists.txt; the registry gives them no CPU that lacks AVX2);
+#   the caller leaves such a kernel out where CONVGRAD_X86_PATHS has no AVX2.
 function(convgrad_add_kernel NAME)
   cmake_parse_arguments(ARG "FROM_AVX2" "GENERATOR" "PARAMS;TARGETS" ${ARGN})
   set(cpu OFF)

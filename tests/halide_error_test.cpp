@@ -53,9 +53,10 @@ Status run_filter_directly(const ConvProblem &p, HostTensor &x, HostTensor &dy, 
     return run_kernel(*kernel, p, vx.value, vdy.value, vdw.value);
 }
 
-// The refinements hold no SSE4.1 body (generators/CMakeLists.txt): on that path (a CPU
-// without AVX2, or CONVGRAD_MAX_CPU_ISA=sse41) a direct call of one must be refused with a
-// status that says so, never run AVX2 code. True there, once `s` is checked to be that.
+// Some refinements hold no SSE4.1 body (the table's from_avx2, generators/CMakeLists.txt):
+// on that path (a CPU without AVX2, or CONVGRAD_MAX_CPU_ISA=sse41) a direct call of one must
+// be refused with a status that says so, never run AVX2 code. True there, once `s` is
+// checked to be that.
 bool refused_for_want_of_a_body(const Status &s, const std::string &name) {
     const KernelEntry *k = find_kernel(name);
     if (k == nullptr || !k->from_avx2 || cpu_takes_avx2()) return false;

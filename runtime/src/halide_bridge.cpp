@@ -47,8 +47,8 @@ extern "C" void convgrad_halide_error(void *user_context, const char *message) {
 // path that runs is the best one answered yes, else the fallback.
 std::atomic<int> g_best_yes{4};
 std::atomic<bool> g_asked{false};
-// The last AOT kernel's own fallback: 1 (AVX2) for the refinements (from_avx2), else 3 (the
-// build's last path).
+// The last AOT kernel's own fallback: 1 (AVX2) for a refinement built without the SSE4.1
+// body (from_avx2), else 3 (the build's last path).
 std::atomic<int> g_last_fallback{3};
 std::atomic<bool> g_kernel_ran{false};
 
@@ -312,7 +312,8 @@ Status run_kernel(const KernelEntry &k, const ConvProblem &p, const CanonicalVie
                                    ": this CPU lacks SSE4.1, which convgrad's prebuilt x86 kernels need "
                                    "(the JIT mode compiles kernels for any x86-64 CPU)");
     }
-    // A refinement's fallback is its AVX2 body (the registry never gives it a CPU without).
+    // A from-AVX2 refinement's fallback is its AVX2 body (the registry never gives it a CPU
+    // without).
     if (k.device == Device::kCpu && !k.jit && k.from_avx2 && !cpu_takes_avx2()) {
         return Status::unsupported(std::string("kernel ") + k.name + ": built from AVX2 up (no SSE4.1 body), and this CPU's path is " +
                                    expected_isa_path() + " (CONVGRAD_MAX_CPU_ISA caps it); the registry gives these problems a plain kernel");

@@ -51,8 +51,8 @@ int max_isa_index();
 Status isa_cap_status();
 
 // Whether this CPU's path (expected_isa_path: CPUID, CONVGRAD_MAX_CPU_ISA and the paths
-// built) is AVX2 or better, where the refinements run (they hold no SSE4.1 body:
-// KernelEntry::from_avx2). Always true off x86. Read once: CPUID traps in VMs.
+// built) is AVX2 or better, where the refinements built without an SSE4.1 body run
+// (KernelEntry::from_avx2). Always true off x86. Read once: CPUID traps in VMs.
 bool cpu_takes_avx2();
 
 }  // namespace convgrad

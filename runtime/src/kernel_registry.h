@@ -263,8 +263,9 @@ struct KernelEntry {
     int capability = 0;            // CUDA: the PTX's compute capability (major * 10 + minor)
     bool jit = false;              // fn is a JIT kernel specialised to one problem
     bool from_avx2 = false;        // x86: built without the SSE4.1 body, AVX2 its fallback (the
-                                   // refinements, generators/CMakeLists.txt): taken only where
-                                   // the kernels run AVX2 or better (cpu_takes_avx2)
+                                   // refinements that lose there, and float64's;
+                                   // generators/CMakeLists.txt): taken only where the kernels
+                                   // run AVX2 or better (cpu_takes_avx2)
 
     // The predicate: same direction, dtype and device (CUDA: PTX no newer than the GPU), a
     // body for this CPU's path, and every activation view contiguous where this kernel

@@ -209,7 +209,7 @@ bool flat_filter_fits(const ConvProblem &p, const CanonicalView &x, const Canoni
 
 const std::vector<KernelEntry> &kernel_table() {
     static const std::vector<KernelEntry> table = {
-// floor: every_path, or from_avx2 (an x86 refinement without the SSE4.1 body).
+// floor: every_path, or from_avx2 (an x86 refinement built without the SSE4.1 body).
 #define CONVGRAD_KERNEL(direction, dtype, layout, floor)                                                \
     {#direction "_" #dtype "_" #layout, #layout, direction_##direction, dtype_##dtype, layout_##layout, \
      convgrad_##direction##_##dtype##_##layout, Device::kCpu, 0, false, floor_##floor},
