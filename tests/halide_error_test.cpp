@@ -162,7 +162,6 @@ TEST(HalideErrors, WinogradFilterKernelRefusesStrides) {
         dy.fill(random_values(dy.tensor.num_elements(), rng));
         const std::string name = nchw ? "bwd_weights_f32_ncx_wg" : "bwd_weights_f32_nxc_wg";
         const Status s = run_filter_directly(p, x, dy, dw, name);
-        if (refused_for_want_of_a_body(s, name)) continue;
         EXPECT_EQ(s.code(), StatusCode::kInternal);
         EXPECT_NE(s.message().find(name), std::string::npos) << s.message();
     }
@@ -191,7 +190,6 @@ TEST(HalideErrors, DyBroadcastKernelOutsideItsRule) {
     x.fill(random_values(x.tensor.num_elements(), rng));
     dy.fill(random_values(dy.tensor.num_elements(), rng));
     const Status s = run_filter_directly(p, x, dy, direct, "bwd_weights_f32_ncx_db");
-    if (refused_for_want_of_a_body(s, "bwd_weights_f32_ncx_db")) return;
     ASSERT_TRUE(s.is_ok()) << s.message();
     ASSERT_TRUE(backward_weights(p, x.tensor, dy.tensor, registry.tensor).is_ok());
     EXPECT_LE(relative_error(direct.values(), registry.values()), 1e-6);
@@ -240,7 +238,6 @@ TEST(HalideErrors, FlatPlaneFilterKernelRefusesOtherLayers) {
         x.fill(random_values(x.tensor.num_elements(), rng));
         dy.fill(random_values(dy.tensor.num_elements(), rng));
         const Status s = run_filter_directly(p, x, dy, dw, "bwd_weights_f32_ncg_fp");
-        if (refused_for_want_of_a_body(s, "bwd_weights_f32_ncg_fp")) continue;
         EXPECT_EQ(s.code(), StatusCode::kInternal);
         EXPECT_NE(s.message().find("bwd_weights_f32_ncg_fp"), std::string::npos) << s.message();
     }
