@@ -727,6 +727,31 @@ TEST(TfEdge, PointwiseDataInPlace) {
     expect_kernel(as_nchw(cases[2]), "bwd_data_f32_ncx_cs");
 }
 
+// Pointwise NHWC data gradients over small planes (nxc_pw). The images fold into rows as
+// long as no thread gets more images (runtime/src/execute.cpp: fold_images_into_rows), and
+// over fewer than 4 rows with a filter of 64 KB or more that outweighs dy, the kernel's
+// tasks are groups of filter slabs (schedules/cpu_bwd_data.cpp), so which loops run depends
+// on the pool's threads: 1, 2 and 3 here. 8 images of 7x7 (one row of 392, two of 196, or a
+// row per image), 6 of 5x5 (one row of 150; two of 75, a partial last tile; three of 50),
+// batches of 1 with 8 and 9 slabs of dx channels (groups of 1 and of 2, the last group
+// partial) and 2 groups of 128 channels, 3 images of 640 channels (5 slab groups).
+TEST(TfEdge, PointwiseDataRowsAndSlabGroups) {
+    const std::vector<TfConv2D> cases = {conv({8, 7, 7, 64}, {1, 1, 64, 40}, "VALID", 1, 1),
+                                         conv({6, 5, 5, 128}, {1, 1, 128, 24}, "VALID", 1, 1),
+                                         conv({1, 7, 7, 512}, {1, 1, 512, 64}, "VALID", 1, 1),
+                                         conv({1, 5, 7, 576}, {1, 1, 576, 256}, "VALID", 1, 1),
+                                         conv({1, 7, 7, 256}, {1, 1, 128, 512}, "VALID", 1, 1),  // 2 groups
+                                         conv({3, 7, 7, 640}, {1, 1, 640, 96}, "VALID", 1, 1)};
+    for (int threads : {1, 2, 3}) {
+        convgrad::set_num_threads(threads);
+        for (const TfConv2D &c : cases) {
+            expect_matches_reference(c);
+            expect_kernel(c, "bwd_data_f32_nxc_pw");
+        }
+    }
+    convgrad::set_num_threads(0);
+}
+
 // NCHW pointwise filter gradients whose dy has at least as many channels per group as x,
 // and x at least kDyBroadcastMinChannels (32), take the dy-broadcast kernel (ncx_db: dy read
 // in place, x transposed): a flat row of 196, rows of 448 (28x112 planes), 48 channels (a
