@@ -157,7 +157,8 @@ struct FixedProblem {
 // the qualified key wins. Unset keys keep the schedules' defaults; unknown keys are errors.
 //   data:    pixels (x tile), vectors (channel vectors per tile), rows7 (7-pixel branch, 0/1),
 //            px_vectors (pixel-vector variants: vectors of pixels per tile),
-//            block_rows (NXC, NXG, _px: dx rows per staged block of dy)
+//            block_rows (NXC, NXG, _px: dx rows per staged block of dy),
+//            pw_group_kb (nxc_pw: packed filter per parallel group of slabs)
 //   weights: ci_tile, co_vectors, dw_rows (depthwise: output rows per partial sum),
 //            dw_positions (depthwise: positions along x per unrolled step of the tile),
 //            chunk_kb (x and dy per cache block of the reduction, 0: unblocked),
@@ -169,7 +170,7 @@ public:
     ScheduleParams(const std::string &text, const Target &t) : isa_(isa_path(t)) {
         static const char *const known[] = {"pixels", "vectors", "rows7", "px_vectors", "block_rows", "ci_tile", "co_vectors",
                                             "dw_rows", "dw_positions", "chunk_kb", "chunk_positions", "chunk_max_kb", "block", "rows_per_part",
-                                            "wg_tiles", "wg_vectors", "wg_tile_count", "wg_chunks"};
+                                            "wg_tiles", "wg_vectors", "wg_tile_count", "wg_chunks", "pw_group_kb"};
         std::stringstream items(text);
         std::string item;
         while (std::getline(items, item, '/')) {
