@@ -699,7 +699,10 @@ TEST(TfEdge, ChannelSlabFilters) {
 // 2, a 3x3 filter. NCHW with rows of pixel vectors (ncx_px_pw: channel tiles of 6 x 4
 // vectors of a row): rows of 288 and 64 positions (shifted last channel tiles), a 45-pixel
 // row (a shifted last run) of 96 channels (whole channel tiles), 2 groups of 20; rows that
-// vectors fill badly (49) and narrower than a vector (4) keep ncx_cs.
+// vectors fill badly (49) and narrower than a vector (4) keep ncx_cs, and so do layers whose
+// channels give ci * co >= 128 * (ci + co) (kernel_registry.h: kPointwiseRowTileMaxProducts;
+// 256 <- 256 at the bound, 256 <- 224 just under it), unless ncx_cs cannot take their dx
+// channels (200: not whole slabs).
 TEST(TfEdge, PointwiseDataInPlace) {
     const std::vector<TfConv2D> cases = {conv({2, 7, 7, 64}, {1, 1, 64, 40}, "VALID", 1, 1),
                                          conv({1, 24, 24, 128}, {1, 1, 128, 50}, "SAME", 1, 1),
@@ -725,6 +728,15 @@ TEST(TfEdge, PointwiseDataInPlace) {
     }
     expect_kernel(as_nchw(cases[0]), "bwd_data_f32_ncx_cs");
     expect_kernel(as_nchw(cases[2]), "bwd_data_f32_ncx_cs");
+    const TfConv2D many = as_nchw(conv({2, 14, 14, 256}, {1, 1, 256, 256}, "VALID", 1, 1));
+    expect_matches_reference(many);
+    expect_kernel(many, "bwd_data_f32_ncx_cs");
+    const TfConv2D fewer = as_nchw(conv({2, 14, 14, 256}, {1, 1, 256, 224}, "VALID", 1, 1));
+    expect_matches_reference(fewer);
+    expect_kernel(fewer, "bwd_data_f32_ncx_px_pw");
+    const TfConv2D partial_slab = as_nchw(conv({1, 14, 14, 200}, {1, 1, 200, 1024}, "VALID", 1, 1));
+    expect_matches_reference(partial_slab);
+    expect_kernel(partial_slab, "bwd_data_f32_ncx_px_pw");
 }
 
 // Pointwise NHWC data gradients over small planes (nxc_pw). The images fold into rows as

@@ -63,6 +63,17 @@ constexpr int kPixelVectorMinRow = 16;
 // of dy's staged rows per tile's reduction (kernel_table.cpp: larger go to ncx_cs or ncx).
 constexpr int kPixelVectorTile = 4;
 constexpr int64_t kPixelVectorMaxTileBytes = 64 * 1024;
+// NCX pointwise data gradients: ncx_cs transposes dy and dx through cache (ci + co elements a
+// position) for ci * co products a position, in channel-vector tiles; ncx_px_pw transposes
+// nothing, in row tiles. Where ci * co / (ci + co) reaches this, the copies cost little and
+// ncx_cs ran faster, so ncx_px_pw leaves those layers to it. Kernel alone (AVX-512, float32,
+// ms ratio ncx_px_pw / ncx_cs, > 1: ncx_cs faster): 1024 <- 256 on 14x14 1.45x (batch 1
+// 1.38x, 2 1.65x), 256 <- 1024 1.72x, 768 <- 256 1.37x, 512 <- 256 1.29x, 256 <- 256 1.19x,
+// 512 <- 512 on 28x28 1.17x, 256 <- 512 1.10x; below it ncx_px_pw: 128 <- 512 0.98x,
+// 1024 <- 128 0.73x, 512 <- 128 at batch 1 0.49x, rn50_1x1_56 (64 <- 256) 0.54x, 256 <- 64
+// 0.51x. float64 alike (1.43x, 1.13x, 0.49x; batch-1 1024 <- 256 1.71x); the AVX2 path
+// 1.23x, 1.03x, 0.69x.
+constexpr int64_t kPointwiseRowTileMaxProducts = 128;
 // The planes (positions) the flat-plane data gradient (ncg_fp) takes: from 4 AVX-512 vectors
 // of float32 to kFlatPlaneMax, and with at most kFlatSmallPlaneTaps taps (3x3) also planes of
 // one vector to kFlatSmallPlaneMax, where its tasks, which stage 32 planes before computing

@@ -317,6 +317,12 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     if (needs.pointwise) {
         if (!is_pointwise(p)) return false;
         if (needs.unit_stride_dim == kC && act1.extent[kC] % kPointwiseSlab != 0) return false;
+        // NCX (ncx_px_pw): layers with many channels on both sides go to ncx_cs where it takes
+        // them (whole slabs of dx channels), kernel_registry.h: kPointwiseRowTileMaxProducts.
+        const int64_t ci = act1.extent[kC], co = act0.extent[kC];
+        if (needs.unit_stride_dim == kX && ci % kChannelSlab == 0 && ci * co >= kPointwiseRowTileMaxProducts * (ci + co)) {
+            return false;
+        }
     }
     if (needs.winograd && !winograd_fits(d, p, act0, act1)) return false;
     // Staged-dy kernels: dy (act1) that streams from memory, pixels wider than two lines,
