@@ -232,8 +232,8 @@ int64_t images_per_row(int64_t positions, int64_t images, int threads) {
     return 1;
 }
 
-void fold_images_into_rows(ConvProblem &p, CallViews &v, const Placement &where) {
-    CanonicalView *acts[2] = {&v.a, &v.result};  // dy, dx
+// (acts: dy and dx, as flatten_pointwise made them.)
+void fold_images_into_rows(ConvProblem &p, CanonicalView *const (&acts)[2], const Placement &where) {
     if (where.device != Device::kCpu || p.spatial_rank != 1) return;  // (one row per image)
     for (const CanonicalView *act : acts) {
         if (act->stride[canonical::kN] != act->extent[canonical::kX] * act->stride[canonical::kX]) return;
@@ -270,7 +270,7 @@ void flatten_pointwise(ConvProblem &p, CallViews &v, Direction d, const Placemen
         act->extent[canonical::kZ] = 1;
         act->stride[canonical::kZ] = 0;
     }
-    if (d == Direction::kBackwardData) fold_images_into_rows(p, v, where);
+    if (d == Direction::kBackwardData) fold_images_into_rows(p, acts, where);
 }
 
 Result<PreparedCall> prepare(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b,

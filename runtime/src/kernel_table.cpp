@@ -74,6 +74,10 @@ constexpr bool floor_from_avx2 = true;
 constexpr Device device_cuda = Device::kCuda;
 constexpr Device device_opencl = Device::kOpenCL;
 
+// Whether a view's channels per group are whole slabs of kChannelSlab: what the channel-slab
+// kernels (nxc_cs, ncx_cs) need of dx, and Winograd of both activations.
+bool whole_channel_slabs(const CanonicalView &v) { return v.extent[kC] % kChannelSlab == 0; }
+
 // The Winograd kernels' problems (kernel_registry.h, generators/winograd.h): 2-D 3x3 with
 // unit strides and dilations (any padding), or 3-D (3x3 in each depth slice, at most
 // kWinogradMaxDepthTaps depth taps, run directly), both activations' channels per group whole slabs
@@ -91,7 +95,7 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     }
     const int64_t depth_taps = rank == 3 ? p.kernel_size[0] : 1;
     if (depth_taps > kWinogradMaxDepthTaps) return false;
-    if (act0.extent[kC] % kChannelSlab != 0 || act1.extent[kC] % kChannelSlab != 0) return false;
+    if (!whole_channel_slabs(act0) || !whole_channel_slabs(act1)) return false;
     // The filter gradient's channels-first copies gather where pixels are not contiguous
     // (dilation phases: NCHW dl_3x3_d2 ran 14x slower): NXC, or NCX with contiguous pixels.
     const auto dense = [](const CanonicalView &v) { return v.stride[kC] == 1 || v.stride[kX] == 1; };
@@ -305,7 +309,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         }
     }
     // Channel-slab kernels' tiles are whole slabs of dx channels (act1 is dx).
-    if (needs.channel_slabs && act1.extent[kC] % kChannelSlab != 0) return false;
+    if (needs.channel_slabs && !whole_channel_slabs(act1)) return false;
     // Dy-broadcast kernels: pointwise (as the kernels see it: runtime/src/execute.cpp
     // flattens such planes into long rows), x channels per group (act0) at least
     // kDyBroadcastMinChannels and dy's (act1) at least as many.
@@ -318,9 +322,9 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (!is_pointwise(p)) return false;
         if (needs.unit_stride_dim == kC && act1.extent[kC] % kPointwiseSlab != 0) return false;
         // NCX (ncx_px_pw): layers with many channels on both sides go to ncx_cs where it takes
-        // them (whole slabs of dx channels), kernel_registry.h: kPointwiseRowTileMaxProducts.
+        // them (its own test, above), kernel_registry.h: kPointwiseRowTileMaxProducts.
         const int64_t ci = act1.extent[kC], co = act0.extent[kC];
-        if (needs.unit_stride_dim == kX && ci % kChannelSlab == 0 && ci * co >= kPointwiseRowTileMaxProducts * (ci + co)) {
+        if (needs.unit_stride_dim == kX && whole_channel_slabs(act1) && ci * co >= kPointwiseRowTileMaxProducts * (ci + co)) {
             return false;
         }
     }
