@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "kernel_registry.h"
 #include "test_util.h"
 
 namespace convgrad::test {
@@ -1019,30 +1020,60 @@ void expect_filter_gradient_by(TfConv2D c, const std::string &variant, uint64_t 
     expect_gradient_by(std::move(c), Direction::kBackwardWeights, variant, seed, f64_variant);
 }
 
+// The registry's rules for one CPU vendor while in scope (kernel_registry.h: the plain-x
+// bounds differ on Intel cores), so that each rule is tested on any host.
+struct ScopedRegistryCpu {
+    explicit ScopedRegistryCpu(RegistryCpu cpu) { set_registry_cpu(cpu); }
+    ~ScopedRegistryCpu() { set_registry_cpu(RegistryCpu::kHost); }
+    ScopedRegistryCpu(const ScopedRegistryCpu &) = delete;
+    ScopedRegistryCpu &operator=(const ScopedRegistryCpu &) = delete;
+};
+
 // Dense filter gradients with few products per element of a large x (its group's dy channels
-// times the taps over the strides' product, at most kPlainXMaxProducts; x of kPlainXMinBytes
-// or more) take the plain-x kernels (nxc_xp, ncx_xp: x without the tile's channel blocks):
+// times the taps over the strides' product; x of kPlainXMinBytes or more) take the plain-x
+// kernels (nxc_xp, ncx_xp: x without the tile's channel blocks), at most kPlainXMaxProducts
+// (AMD and other CPUs) or, on Intel, kPlainXMaxProductsIntel for nxc_xp and none for ncx_xp:
 // stride-2 3x3 layers in both layouts, float32 and float64 (which nxc and ncx take: float64
-// has no plain-x variants), tensors aligned and one element into their storage; the rule's
-// edges name the kernels on either side.
+// has no plain-x variants), tensors aligned and one element into their storage; the rules'
+// edges name the kernels on either side, and the host's rule is one of the two.
 TEST(TfEdge, PlainXFilterGradient) {
     const TfConv2D c = conv({2, 64, 64, 128}, {3, 3, 128, 64}, "SAME", 2, 2);  // 4 MB of float32 x, 144 products
-    expect_filter_gradient_by(c, "nxc_xp", 5, "nxc");
-    expect_filter_gradient_by(as_nchw(c), "ncx_xp", 5, "ncx");
-    // Pointwise, 64 x channels over 4 MB: 384 dy channels are 384 products, 400 too many; and
-    // one row fewer of x is under 4 MB. (NHWC: NCHW's pointwise layers with dy the larger go
-    // to ncx_db.)
-    expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 384}, "VALID", 1, 1), "bwd_weights_f32_nxc_xp");
-    expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 400}, "VALID", 1, 1), "bwd_weights_f32_nxc");
-    expect_kernel(conv({1, 127, 128, 64}, {1, 1, 64, 384}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+    {
+        const ScopedRegistryCpu other(RegistryCpu::kOther);
+        expect_filter_gradient_by(c, "nxc_xp", 5, "nxc");
+        expect_filter_gradient_by(as_nchw(c), "ncx_xp", 5, "ncx");
+        // Pointwise, 64 x channels over 4 MB: 384 dy channels are 384 products, 400 too many; and
+        // one row fewer of x is under 4 MB. (NHWC: NCHW's pointwise layers with dy the larger go
+        // to ncx_db.)
+        expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 384}, "VALID", 1, 1), "bwd_weights_f32_nxc_xp");
+        expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 400}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+        expect_kernel(conv({1, 127, 128, 64}, {1, 1, 64, 384}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+        EXPECT_EQ(plain_x_max_products(false), kPlainXMaxProducts);
+    }
+    {
+        const ScopedRegistryCpu intel(RegistryCpu::kIntel);
+        expect_filter_gradient_by(c, "nxc_xp", 5, "nxc");
+        expect_filter_gradient_by(as_nchw(c), "ncx", 5);
+        // Pointwise: 144 dy channels are 144 products, 145 too many; stride 2 over 2 x 2 taps
+        // (576 / 4).
+        expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 144}, "VALID", 1, 1), "bwd_weights_f32_nxc_xp");
+        expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 145}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+        expect_kernel(conv({1, 128, 128, 64}, {2, 2, 64, 144}, "VALID", 2, 2), "bwd_weights_f32_nxc_xp");
+        expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 384}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+    }
+    const bool intel = host_cpu_vendor() == "GenuineIntel";
+    EXPECT_EQ(plain_x_max_products(false), intel ? kPlainXMaxProductsIntel : kPlainXMaxProducts);
+    EXPECT_EQ(plain_x_max_products(true), intel ? kChannelsFirstPlainXMaxProductsIntel : kPlainXMaxProducts);
 }
 
 // nxc_xp reads x in place and leaves out of the reduction the positions whose tap falls on
 // the padding (an RDom predicate per axis, generators/bwd_weights_generator.cpp): explicit
 // pads of 2 and 0 on one axis and 0 and 3 on the other with dilation 2, stride 3 over sizes
 // that are no multiple of it (SAME), a 5x5 filter at stride 2 (VALID), ragged channel counts
-// (60 x, 24-40 dy), float32 (float64 through nxc), tensors aligned and one element into their storage.
+// (60 x, 24-40 dy), float32 (float64 through nxc), tensors aligned and one element into their
+// storage. (Under the registry's rule for other CPUs than Intel's: 200-216 products.)
 TEST(TfEdge, PlainXSkipsThePadding) {
+    const ScopedRegistryCpu other(RegistryCpu::kOther);
     const TfConv2D dilated = uneven_pads_dilated(conv({2, 100, 100, 60}, {3, 3, 60, 24}, "EXPLICIT", 1, 1));
     for (const TfConv2D &c : {dilated, conv({2, 101, 103, 60}, {3, 3, 60, 40}, "SAME", 3, 3),
                               conv({2, 100, 100, 60}, {5, 5, 60, 32}, "VALID", 2, 2)}) {

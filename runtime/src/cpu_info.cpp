@@ -2,6 +2,7 @@
 // should select. `convgrad info` prints both beside the path a kernel call actually took.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "convgrad/convgrad.h"
 #include "halide_bridge.h"
@@ -99,5 +100,22 @@ bool cpu_takes_avx2() {
 }
 
 std::string last_isa_path() { return selected_isa_path(); }
+
+std::string host_cpu_vendor() {
+#if defined(__x86_64__)
+    static const std::string vendor = [] {
+        unsigned regs[4] = {0, 0, 0, 0};  // eax, ebx, ecx, edx
+        if (!__get_cpuid(0, &regs[0], &regs[1], &regs[2], &regs[3])) return std::string();
+        char name[13] = {};
+        std::memcpy(name, &regs[1], 4);  // the vendor string: ebx, edx, ecx
+        std::memcpy(name + 4, &regs[3], 4);
+        std::memcpy(name + 8, &regs[2], 4);
+        return std::string(name);
+    }();
+    return vendor;
+#else
+    return "";
+#endif
+}
 
 }  // namespace convgrad

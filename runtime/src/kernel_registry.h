@@ -41,7 +41,7 @@ struct LayoutRequirement {
                                  // activations' channels per group multiples of kChannelSlab
     bool staged_dy = false;      // nxg_sd: dy of at least kStagedDyMinBytes, pixels wider than
                                  // kStagedDyMinPixelBytes, at most kStagedDyMaxTaps taps
-    bool plain_x = false;        // nxc_xp, ncx_xp: at most kPlainXMaxProducts products per x
+    bool plain_x = false;        // nxc_xp, ncx_xp: at most plain_x_max_products() products per x
                                  // element, x of at least kPlainXMinBytes; nxg_xp: at most
                                  // kDepthwisePlainXMaxTaps taps, strides of at most 2, a third
                                  // of the positions in the frame, strided along x only the
@@ -166,8 +166,25 @@ constexpr int64_t kStagedDyMaxTaps = 9;
 // 512-576 products mixed (128 -> 512 on 28x28 0.96x, rn50_1x1_7 1.02x, 3x3 64 -> 64 on 56x56
 // 1.04x), the stem (784) 0.93x; small x: 3x3 stride 2 over 128 channels on 32x32, batch 2
 // (1 MB) 1.01x, 64 on 28x28, batch 1 (200 KB) 0.89x; off the suite, 3x3 stride 2 over 64
-// channels on 112x112 1.08x, 1x1 stride 2 512 -> 1024 on 28x28 1.02x.
+// channels on 112x112 1.08x, 1x1 stride 2 512 -> 1024 on 28x28 1.02x. The Zen 5 agreed
+// (nxc_xp reading x in place: rn50_3x3s2_28 1.04-1.06x, rn50_1x1_56 1.08-1.10x).
 constexpr int64_t kPlainXMaxProducts = 384;
+// On an Intel Xeon (family 6 model 207, 2 MB of L2 a core) the blocks paid back far sooner.
+// Kernel alone (AVX-512 f32 NHWC, batch 8, ms ratio nxc / nxc_xp; bench/RESULTS.md,
+// fifty-ninth session): 64 products (pointwise 64 -> 64 on 56x56) 1.08x; 144 (3x3 stride 2)
+// 1.25x over 64 channels on 112x112, 1.10x over 32 -> 64 on 112x112, 0.98x over 64 on 56x56;
+// past that nxc won: pointwise 128 0.96x, 192 0.94x; 3x3 stride 2 over 96 channels (216)
+// 0.88x; rn50_1x1_56 (256) 0.86x, 1x1 stride 2 512 -> 1024 (256) 0.965x; rn50_3x3s2_28
+// (288) 0.93x. ncx_xp, which copies x transposed, lost to ncx on every layer measured there
+// (1.06-1.99x its time, 64-288 products; fifty-eighth session): none on Intel.
+constexpr int64_t kPlainXMaxProductsIntel = 144;
+constexpr int64_t kChannelsFirstPlainXMaxProductsIntel = 0;
+// The registry's CPU: the host's (cpu_info.cpp: host_cpu_vendor) unless a test names one.
+enum class RegistryCpu { kHost, kIntel, kOther };
+void set_registry_cpu(RegistryCpu cpu);
+// The most products per x element the plain-x filter gradients take on the registry's CPU
+// (channels first: ncx_xp; else nxc_xp).
+int64_t plain_x_max_products(bool channels_first);
 // The depthwise plain-x variant (nxg_xp: NHWC depthwise filter gradients with x read in
 // place, each index clamped (reflected at the edge along stride-2 axes), and the products of
 // the frame's taps that reach past x, read so too, summed again and subtracted;

@@ -11,6 +11,7 @@
 // small groups, ncx_db for pointwise filter gradients, ncx_xp, ncx), then the stride-agnostic (any) one; then the GPU kernels. The first
 // entry that accepts a problem runs.
 #include <algorithm>
+#include <atomic>
 
 #include "halide_bridge.h"
 #include "kernel_registry.h"
@@ -356,13 +357,29 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         // the taps over the strides' product), and x (act0) that streams from memory.
         int64_t strides = 1;
         for (int a = 0; a < p.spatial_rank; a++) strides *= p.strides[a];
-        if (act1.extent[kC] * taps_along(p, p.spatial_rank) > kPlainXMaxProducts * strides ||
+        const int64_t max_products = plain_x_max_products(needs.unit_stride_dim == kX);
+        if (act1.extent[kC] * taps_along(p, p.spatial_rank) > max_products * strides ||
             act0.num_elements() * dtype_size(p.dtype) < kPlainXMinBytes) {
             return false;
         }
     }
     const int dim = needs.unit_stride_dim;
     return dim == kNone || (act0.stride[dim] == 1 && act1.stride[dim] == 1);
+}
+
+namespace {
+std::atomic<RegistryCpu> g_registry_cpu{RegistryCpu::kHost};
+}  // namespace
+
+void set_registry_cpu(RegistryCpu cpu) { g_registry_cpu.store(cpu); }
+
+int64_t plain_x_max_products(bool channels_first) {
+    static const bool host_intel = host_cpu_vendor() == "GenuineIntel";
+    const RegistryCpu cpu = g_registry_cpu.load();
+    if (cpu == RegistryCpu::kIntel || (cpu == RegistryCpu::kHost && host_intel)) {
+        return channels_first ? kChannelsFirstPlainXMaxProductsIntel : kPlainXMaxProductsIntel;
+    }
+    return kPlainXMaxProducts;
 }
 
 const KernelEntry *select_entry(Direction d, const ConvProblem &p, const CanonicalView &act0,

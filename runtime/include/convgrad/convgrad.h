@@ -67,6 +67,7 @@ std::vector<DeviceInfo> devices();              // the CPU, then what the GPU dr
 bool gpu_kernels_built(Device api);             // whether this build has kernels for api
 
 std::vector<std::string> host_cpu_features();   // e.g. {"sse41", "avx2", "fma", "avx512f", ...}
+std::string host_cpu_vendor();                  // CPUID's, e.g. "GenuineIntel" ("" off x86): some registry rules depend on it
 std::string expected_isa_path();                // the multitarget path this CPU should take
 std::string last_isa_path();                    // the path the last kernel call actually took ("" if none yet)
 
