@@ -1217,12 +1217,14 @@ TEST(TfEdge, DepthwiseFlatPlanesRowEndsStayOut) {
 // channels per group multiples of 32; ncx_wg the same in NCHW; float64's,
 // OIHW filters and negative end pads in DtypeContract.WinogradPastDy*), both gradients:
 // sizes that are not whole 4x4 tiles, VALID (no padding), explicit pads of 2 and 0, 2
-// groups, 96 dx channels over 32 dy ones, 256 each; each in NHWC and NCHW. Their rounding
-// error (the transforms' constants) stays within the direct kernels' 1e-5. Not taken: 40 dy
-// channels, stride 2, dilation 2, 5x5 images (tiles of 8x8: 2.6x the work), 17x17 ones
-// (20x20: 1.38x, where the direct kernels ran 1.0-1.5x faster; kernel_registry.h), a 512 x 512
-// filter (38 MB of transformed filter), and for the filter gradient 256 x 256 over 4 tiles
-// (9.4 MB of sums, past 128 KB a tile: kernel_registry.h), which 108 tiles take.
+// groups, 96 dx channels over 32 dy ones, 256 over 64 on 49 tiles; each in NHWC and NCHW.
+// Their rounding error (the transforms' constants) stays within the direct kernels' 1e-5. Not
+// taken: 40 dy channels, stride 2, dilation 2, 5x5 images (tiles of 8x8: 2.6x the work),
+// 17x17 ones (20x20: 1.38x, where the direct kernels ran 1.0-1.5x faster; kernel_registry.h),
+// a 512 x 512 filter (38 MB of transformed filter), 256 x 256 over 4 tiles (9.4 MB: past 64
+// KB of transformed filter a tile for the data gradient, 128 KB of sums for the filter
+// gradient; kernel_registry.h), which 108 tiles take for the filter gradient and 180 for both,
+// and 96 x 32 over 4 tiles (110 KB a tile; the filter gradient takes it).
 TEST(TfEdge, WinogradBothGradients) {
     TfConv2D explicit_pads = conv({1, 12, 12, 32}, {3, 3, 32, 32}, "EXPLICIT", 1, 1);
     explicit_pads.explicit_paddings = {0, 0, 2, 0, 0, 1, 0, 0};
@@ -1231,18 +1233,27 @@ TEST(TfEdge, WinogradBothGradients) {
                                          conv({3, 12, 10, 32}, {3, 3, 32, 32}, "VALID", 1, 1),
                                          explicit_pads,
                                          conv({2, 8, 8, 64}, {3, 3, 32, 64}, "SAME", 1, 1),  // 2 groups
-                                         conv({1, 7, 7, 96}, {3, 3, 96, 32}, "SAME", 1, 1),
-                                         conv({1, 8, 8, 256}, {3, 3, 256, 256}, "SAME", 1, 1)};
+                                         conv({2, 7, 7, 96}, {3, 3, 96, 32}, "SAME", 1, 1),
+                                         conv({1, 28, 28, 256}, {3, 3, 256, 64}, "SAME", 1, 1)};
     for (const TfConv2D &c : cases) {
         ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_nxc_wg"));
-        // (The filter gradient's sums, 36 x 256 x 256 values over 4 tiles: nxc.)
-        const bool wide = c.filter[3] == 256;
-        ASSERT_NO_FATAL_FAILURE(expect_kernel(c, wide ? "bwd_weights_f32_nxc" : "bwd_weights_f32_nxc_wg"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_weights_f32_nxc_wg"));
         expect_matches_reference(c, 23);
         const TfConv2D nchw = as_nchw(c);
         ASSERT_NO_FATAL_FAILURE(expect_kernel(nchw, "bwd_data_f32_ncx_wg"));
-        ASSERT_NO_FATAL_FAILURE(expect_kernel(nchw, wide ? "bwd_weights_f32_ncx" : "bwd_weights_f32_ncx_wg"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(nchw, "bwd_weights_f32_ncx_wg"));
         expect_matches_reference(nchw, 23);
+    }
+    // Few tiles for their filter: the data gradient direct, the filter gradient Winograd
+    // (96 x 32) or direct too (256 x 256).
+    for (const TfConv2D &nhwc : {conv({1, 7, 7, 96}, {3, 3, 96, 32}, "SAME", 1, 1),
+                                 conv({1, 8, 8, 256}, {3, 3, 256, 256}, "SAME", 1, 1)}) {
+        const bool wide = nhwc.filter[3] == 256;
+        for (const TfConv2D &c : {nhwc, as_nchw(nhwc)}) {
+            const std::string layout = c.data_format == "NCHW" ? "ncx" : "nxc";
+            ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_" + layout + "_cs"));
+            ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_weights_f32_" + layout + (wide ? "" : "_wg")));
+        }
     }
     TfConv2D dilated = conv({1, 12, 12, 64}, {3, 3, 64, 64}, "SAME", 1, 1);
     dilated.dilations = {1, 2, 2, 1};
@@ -1259,9 +1270,13 @@ TEST(TfEdge, WinogradBothGradients) {
         const bool nchw = data_kernel.rfind("ncx", 0) == 0;
         expect_kernel(c, nchw ? "bwd_weights_f32_ncx" : "bwd_weights_f32_nxc");
     }
-    const TfConv2D many_tiles = conv({3, 24, 24, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
+    const TfConv2D many_tiles = conv({3, 24, 24, 256}, {3, 3, 256, 256}, "SAME", 1, 1);  // 108 tiles
     expect_kernel(many_tiles, "bwd_weights_f32_nxc_wg");
     expect_kernel(as_nchw(many_tiles), "bwd_weights_f32_ncx_wg");
+    expect_kernel(many_tiles, "bwd_data_f32_nxc_cs");
+    const TfConv2D more_tiles = conv({5, 24, 24, 256}, {3, 3, 256, 256}, "SAME", 1, 1);  // 180
+    expect_kernel(more_tiles, "bwd_data_f32_nxc_wg");
+    expect_kernel(as_nchw(more_tiles), "bwd_data_f32_ncx_wg");
 }
 
 // Dilated gradients with unit strides whose dilation phases (dilation_phases.cpp: undilated

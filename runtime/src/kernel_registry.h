@@ -263,6 +263,15 @@ constexpr int64_t kWinogradMaxFilterBytes = 16 << 20;
 // 0.88x. 512 x 512 (38 MB): 14x14 1.2x, 7x7 0.44x. 128 x 128 at 28x28 (2.4 MB, 392
 // tiles): 1.43x.
 constexpr int64_t kWinogradFilterSumBytesPerTile = 128 << 10;
+// The data gradient's transformed filter (36 x C_in x C_out) is read by every block of tiles:
+// it takes layers with at most kWinogradDataFilterBytesPerTile bytes of it per tile of dx (all
+// images). Kernel alone on a Xeon against nxc_cs (ms ratio direct / Winograd; bench/RESULTS.md,
+// fifty-ninth session), 256 x 256 channels (9.4 MB): rn50_3x3_14 (128 tiles, 73 KB a tile)
+// 0.87-0.96x; 16x16 at batch 4 (64 tiles) 0.92x; dl_3x3_d2's dilation phases (17x17, 17x16,
+// 16x16 at batch 4: 94-147 KB) 0.81x, 0.93x, 0.92x; a 28x28 phase at batch 4 (196 tiles,
+// 48 KB) 1.14x. 128 x 128 on 14x14 at batch 8 (18 KB) 1.02x; 64 x 64 on a 28x28 phase (1.5
+// KB) 2.04x.
+constexpr int64_t kWinogradDataFilterBytesPerTile = 64 << 10;
 // On 3-D layers the data gradient keeps this many slices of dy's transformed tiles per block
 // (schedules/cpu_winograd.cpp: the storage folded along depth), so both gradients take at
 // most this many depth taps (generators/winograd.h's kWinogradMaxDepthTaps).

@@ -106,10 +106,9 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     if (filter_bytes > kWinogradMaxFilterBytes) return false;
     const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY], slices = act1.extent[canonical::kZ];
     const auto tiles_along = [](int64_t e) { return (e + kWinogradTile - 1) / kWinogradTile; };
-    if (d == Direction::kBackwardWeights &&
-        filter_bytes > kWinogradFilterSumBytesPerTile * tiles_along(w) * tiles_along(h) * slices * p.batch) {
-        return false;
-    }
+    const int64_t bytes_per_tile =
+        d == Direction::kBackwardWeights ? kWinogradFilterSumBytesPerTile : kWinogradDataFilterBytesPerTile;
+    if (filter_bytes > bytes_per_tile * tiles_along(w) * tiles_along(h) * slices * p.batch) return false;
     const int64_t tiled = tiles_along(w) * tiles_along(h) * kWinogradTile * kWinogradTile;
     // Every pixel along x (channels-last: a pixel's channels and groups apart; channels-first:
     // 1), or a dilation phase's every d-th one. (Phases along y alone skip rows, not pixels:
