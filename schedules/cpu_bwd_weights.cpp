@@ -421,7 +421,8 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // Chunks are given to threads in order of need, so an uneven last one costs at most
     // one chunk's work; the result does not depend on which thread summed a chunk.
     const Expr per_chunk = ceil_div(s.reduction_rows, chunk_rows) >= 8;  // the chunks there are
-    // `row_taps`: the tile holds a row of 3 taps (kx) too (the small-group branches below).
+    // `row_taps`: the tile holds a row of taps (kx) too (the small-group branches and RGB stems
+    // below).
     // Tiles split between the threads (few chunks) run their co blocks in series within a
     // task (`co_oi`) when the other dims give 16 tasks or more: a tile's sums over a chunk
     // are about a microsecond of work, near what launching a task costs, and a task's block
@@ -468,7 +469,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     struct Branch {
         Expr condition;
         int ci, co, lanes;
-        bool row_taps = false;  // with 3 taps along x: a tile over the three
+        int row_taps = 0;       // with this many taps along x (3 or 7): a tile over them all
         bool pairs = false;     // nxc_sg: a tile over a pair of groups
     };
     // Grouped layers with 8-16 channels per group get a ci tile over narrower co vectors:
@@ -494,7 +495,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         // x, and dy is one dense vector load per position. (Staged with the pairs in place of
         // x, dy read from dy itself: 1.22x the half-vector tile, kernel alone on rx_g32_28.)
         const Branch tile = {tiled, ci_tile, co_tile, vec};
-        const Branch vector_row = {s.ci_extent >= ci_tile && vector && co_below_tile, ci_tile, vec, vec, true};
+        const Branch vector_row = {s.ci_extent >= ci_tile && vector && co_below_tile, ci_tile, vec, vec, 3};
         if (s.small_groups) {
             // The registry gives nxc_sg 8 dy channels per group and at least 8 x channels:
             // past the pairs (AVX-512 f32), the one-vector row of taps (AVX2 f32, AVX-512
@@ -509,17 +510,37 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             // from the branch, and f64 small groups summed zeros (the accumulator check's
             // rfactor-intermediate case found both in the lowered statements).
             branches = {{s.co_extent * 2 == vec && s.g_extent % 2 == 0 && s.ci_extent >= ci_tile,
-                         ci_tile, vec / 2, vec / 2, true, true},
+                         ci_tile, vec / 2, vec / 2, 3, true},
                         {s.co_extent % co_tile == 0 && s.ci_extent >= ci_tile, ci_tile, co_tile, vec},
-                        {s.co_extent == vec && s.ci_extent >= ci_tile, ci_tile, vec, vec, true}};
+                        {s.co_extent == vec && s.ci_extent >= ci_tile, ci_tile, vec, vec, 3}};
         } else {
-            branches = {tile,
+            branches = {tile};
+            // RGB stems (exactly 3 channels, undilated along x): the tile takes the channels x
+            // the row's taps, 7 (ResNet's 7x7) by one vector of co, 21 accumulators, or 3
+            // (MobileNet's 3x3) by two, 18: one dy vector per position feeds 21 (9) FMAs, each
+            // broadcasting x from x_blocks at a constant offset (3 channels and no dilation
+            // make every address one register's). The 3 x 4-vector tile below loaded 4 dy
+            // vectors (256 bytes, from L2: a chunk's dy outgrows L1) per 12 FMAs, for each of
+            // the 49 taps; the 3 x 2-vector one (3x3 filters, 32 co) kept 6 chains of FMAs.
+            // Kernel alone on a Xeon (AVX-512 f32, batch 8, ms ratio before / after):
+            // rn50_stem 1.17-1.28x (7.05 ms, 86 % of the peak; NCHW 1.06x), at batch 1 1.05x;
+            // 3 -> 32 channels 3x3 stride 2 on 225x225 1.20x (NCHW 1.13x). (Channels and
+            // dilation left at run time, every broadcast took an index register of its own,
+            // reloaded from the stack: 0.89x.) AVX-512 float32 alone: what was measured
+            // (ARM64's 32 registers would hold them too, unmeasured), and each branch costs
+            // the kernels with x_blocks compile time (+3.7 s for nxc's).
+            if (vector_registers(target) == 32 && target.arch == Target::X86 && s.x_block > 0 &&
+                s.acc.output_types()[0] == Float(32)) {
+                branches.push_back({few && s.ci_extent == 3 && s.kx_extent == 7 && s.dilation_x == 1, 3, vec, vec, 7});
+                branches.push_back({few && s.ci_extent == 3 && s.kx_extent == 3 && s.dilation_x == 1, 3, 2 * vec, vec, 3});
+            }
+            branches.insert(branches.end(), {
                         {few && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},
                         {few, 3, co_tile, vec},
                         vector_row,
-                        {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2, true},
+                        {s.ci_extent >= ci_tile && half && co_below_vec, ci_tile, vec / 2, vec / 2, 3},
                         {vector, 1, vec, vec},
-                        {half, 1, vec / 2, vec / 2}};
+                        {half, 1, vec / 2, vec / 2}});
         }
     }
     sums.compute_root().reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
@@ -528,13 +549,12 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // for 8 FMAs, and rx_g32_28 ran at 23 % of peak. With a filter 3 taps wide, the tile
     // takes the three (3 x 8 accumulators): per position one dy vector feeds 24 FMAs, and
     // the x of taps 1 and 2 was loaded by the positions before.
-    const Expr row_of_3 = s.kx_extent == 3;
     // Specialise before splitting: each branch gets its own split factors (same names).
     const auto tile_branches = [&](Stage outer, bool chunk_threads) {
         for (const Branch &b : branches) {
             Stage st = outer.specialize(b.condition);
-            if (b.row_taps) {
-                Stage st3 = st.specialize(row_of_3);
+            if (b.row_taps > 0) {
+                Stage st3 = st.specialize(s.kx_extent == b.row_taps);
                 nest(st3, b.ci, b.co, true, chunk_threads, b.pairs);
                 st3.vectorize(co_i, b.lanes).unroll(ci_i);
             }
@@ -605,10 +625,10 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                 st.split(s.g, gq, gpar, 2, TailStrategy::GuardWithIf).reorder(gpar, co_vi).vectorize(gpar);
             }
         }
-        if (b.row_taps) {
+        if (b.row_taps > 0) {
             // (A specialisation copies the schedule as it stands: these come last.)
-            pure.specialize(row_of_3).unroll(s.kx);
-            update.specialize(row_of_3).unroll(s.kx);
+            pure.specialize(s.kx_extent == b.row_taps).unroll(s.kx);
+            update.specialize(s.kx_extent == b.row_taps).unroll(s.kx);
         }
     }
     part.update().reorder(vd, bd, ox, oyi, plane);

@@ -371,12 +371,18 @@ TEST(TfEdge, CappedFilterChunks) {
 }
 
 // Filter gradients with few input channels (cpu_bwd_weights.cpp: 3 channels by 4 vectors
-// of co where ci is a multiple of 3 and co spans 4 vectors, else by 2): RGB stems with 7x7
-// and 3x3 filters, co a whole number of 4-vector tiles and not (70), 6 channels (two full
-// tiles), 4 and 5 (a partial one: the 2-vector tile), NHWC and NCHW.
+// of co where ci is a multiple of 3 and co spans 4 vectors, else by 2; on AVX-512 float32,
+// exactly 3 channels undilated along x take a row of taps: 7 by one vector of co, 3 by two):
+// RGB stems with 7x7 and 3x3 filters, co a whole number of tiles and not (70, 40), strides
+// 1 and 2, 7 taps dilated (the 4-vector tile), 6 channels (two full tiles), 4 and 5 (a
+// partial one: the 2-vector tile), NHWC and NCHW.
 TEST(TfEdge, FewInputChannelFilterTiles) {
+    TfConv2D dilated_stem = conv({1, 30, 29, 3}, {7, 7, 3, 64}, "VALID", 1, 1);
+    dilated_stem.dilations = {1, 1, 2, 1};
     const std::vector<TfConv2D> cases = {
         conv({2, 45, 38, 3}, {7, 7, 3, 64}, "SAME", 2, 2), conv({1, 33, 30, 3}, {3, 3, 3, 70}, "SAME", 1, 1),
+        conv({2, 37, 23, 3}, {7, 7, 3, 40}, "SAME", 1, 1), conv({2, 31, 33, 3}, {3, 3, 3, 32}, "VALID", 2, 2),
+        dilated_stem,
         conv({2, 20, 19, 6}, {3, 3, 6, 64}, "VALID", 1, 1), conv({1, 21, 18, 4}, {5, 5, 4, 64}, "SAME", 1, 1),
         conv({1, 16, 17, 5}, {3, 3, 5, 40}, "SAME", 2, 2)};
     for (const TfConv2D &c : cases) {
