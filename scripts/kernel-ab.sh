@@ -15,10 +15,11 @@
 #   EXTRA_B="fixed=$f" scripts/kernel-ab.sh $g $g convgrad_bwd_data "dtype=float32 layout=nxc x_phases=1" "$f" dy w dx
 # A -1 in B's fixed string leaves that extent or stride at run time: which constants the
 # JIT kernel gains from (e.g. dy.extent:8,-1,-1,1,32,8 and dx's alike: not the spatial sizes).
+# scripts/fixed-strings.sh prints a problem's variant and FIXED (its exact views) from the registry.
 # PROFILE_B=1: B built with Halide's profiler (its time per Func printed at exit).
 # KEEP=DIR: build in DIR and keep it (DIR/kernel_ab for `perf record`).
 set -euo pipefail
-[ $# -ge 8 ] || { sed -n '2,18p' "$0"; exit 2; }
+[ $# -ge 8 ] || { sed -n '2,20p' "$0"; exit 2; }
 gen_a=$(realpath "$1"); gen_b=$(realpath "$2"); generator=$3; params=$4; fixed=$5
 src=$(realpath "$(dirname "$0")/../bench/kernel_ab.cpp")
 if [ -n "${KEEP:-}" ]; then
