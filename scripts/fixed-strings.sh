@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 echo "$1" > "$work/problem.conv"
 dirs=${3:-both}
 [ "$dirs" = both ] && dirs="BWD_D BWD_W"
-for dir in $dirs; do  # (one cache each: `--dir both` left one direction's kernel out of it)
+for dir in $dirs; do  # (a cache each: one `--dir both` run here left a direction's kernel out)
     CONVGRAD_CACHE_DIR="$work/$dir" "$cli" bench --batch "$work/problem.conv" --layout "${2:-nhwc}" \
         --dir "$dir" --backend jit > "$work/bench.log" 2>&1 || { cat "$work/bench.log"; exit 1; }
     for f in "$work/$dir"/*.so; do
