@@ -10,7 +10,8 @@ runs the generator is a GEN_B too).
 float32 only (the suite's dtype); one line per kernel as it finishes."""
 import argparse, math, os, re, subprocess, sys
 
-# Variant suffix -> generator param, stripped in this order (generators/CMakeLists.txt).
+# Variant suffix -> generator param, stripped in this order: the rule of
+# runtime/src/kernel_variant.h (KernelVariant::generator_params) and generators/CMakeLists.txt.
 SUFFIXES = [("_wg", "winograd=true"), ("_sg", "small_groups=true"), ("_cs", "channel_slabs=true"),
             ("_pw", "pointwise=true"), ("_db", "dy_broadcasts=true"), ("_sd", "staged_dy=true"),
             ("_xp", "plain_x=true"), ("_gt", "group_tasks=true"), ("_ip", "dy_in_place=true"),
