@@ -17,11 +17,13 @@ trap 'rm -rf "$work"' EXIT
 echo "$1" > "$work/problem.conv"
 dirs=${3:-both}
 [ "$dirs" = both ] && dirs="BWD_D BWD_W"
-for dir in $dirs; do  # (a cache each: one `--dir both` run here left a direction's kernel out)
+for dir in $dirs; do
     CONVGRAD_CACHE_DIR="$work/$dir" "$cli" bench --batch "$work/problem.conv" --layout "${2:-nhwc}" \
         --dir "$dir" --backend jit > "$work/bench.log" 2>&1 || { cat "$work/bench.log"; exit 1; }
     for f in "$work/$dir"/*.so; do
         # "... generator G dtype T variant V cpu ... fixed F"
-        strings "$f" | grep -m1 ' fixed ' | sed -E 's/.* generator ([^ ]+) dtype ([^ ]+) variant ([^ ]+) .* fixed (.*)/\1 \2 \3\n\4/'
+        # (Through a file: with pipefail, grep -m1 closing the pipe early failed the script.)
+        strings "$f" > "$work/strings.txt"
+        grep -m1 ' fixed ' "$work/strings.txt" | sed -E 's/.* generator ([^ ]+) dtype ([^ ]+) variant ([^ ]+) .* fixed (.*)/\1 \2 \3\n\4/'
     done
 done
