@@ -60,6 +60,14 @@ struct BwdDataStages {
         return tuned.get("vectors", pointwise && vector_registers(t) == 32 ? 4 : 2);
     }
     Expr unit_stride;     // true when every spatial stride is 1
+    // The strides the registry gives a variant, so that its tap stages hold branches for
+    // those alone (a branch for strides it is never given was dead code that LLVM compiled
+    // all the same): the x-phase variants take stride 2 along x, so no unit-stride branch;
+    // the unit-stride pixel-vector ones, the pointwise ones and the in-place one (nxg_ip,
+    // unit dilations too) take unit strides alone, so that branch and a failure
+    // (specialize_fail: an error status) for any other call.
+    bool may_take_unit_strides() const { return !phased; }
+    bool unit_strides_only() const { return !phased && (pixel_vectors || pointwise || dy_in_place); }
     Expr stride_2;        // true for strides (2, 2, 1) along (x, y, z): 2-D downsampling layers
     Expr unit_dilation;   // true when every spatial dilation is 1
     Expr c_extent, x_extent, y_extent, g_extent, n_extent;

@@ -360,9 +360,22 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         // 1.02x; but NHWC 32 groups 0.94x and 16 0.89-0.92x (not understood: gated on 4
         // vectors of groups or more, the 32-group layers ran 0.86x on their unchanged kx-only
         // tiles; an earlier test of ky unrolled had measured 1.02x and 0.97x).
-        Stage unit = st.specialize(s.unit_stride);
-        if (groups_vectorised) unit.specialize(s.square_2d(3) && s.unit_dilation).unroll(kx).unroll(ky);
-        unit.specialize(s.kx_extent == 3 && s.unit_dilation).unroll(kx);
+        // (Variants given unit strides alone compile that branch alone: BwdDataStages::
+        // unit_strides_only. The in-place one, nxg_ip, unit dilations too.)
+        if (s.unit_strides_only()) {
+            Stage unit = st.specialize(s.unit_stride);
+            if (s.dy_in_place) {
+                unit.specialize(s.square_2d(3) && s.unit_dilation).unroll(kx).unroll(ky);
+                unit.specialize_fail("convgrad: the in-place data gradient takes 3x3 filters, unit dilations alone");
+            }
+            st.specialize_fail("convgrad: this data gradient takes unit strides alone");
+            continue;
+        }
+        if (s.may_take_unit_strides()) {
+            Stage unit = st.specialize(s.unit_stride);
+            if (groups_vectorised) unit.specialize(s.square_2d(3) && s.unit_dilation).unroll(kx).unroll(ky);
+            unit.specialize(s.kx_extent == 3 && s.unit_dilation).unroll(kx);
+        }
         // Stride 2: the taps' grid test becomes a bit test. At run time it was an idiv per
         // pixel and tap (without the x-phase view, NCHW mb_dw576s2_14 ran at 0.15x oneDNN),
         // and with it one per row: kernel alone, NHWC mb_dw576s2_14 1.25x, mb_dw96s2_112
@@ -385,13 +398,13 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     Var lane("lane");
     order(s.acc.update(), {v});
     if (!tiles) {
-        s.acc.update().specialize(s.unit_stride);
+        if (s.may_take_unit_strides()) s.acc.update().specialize(s.unit_stride);
         return;
     }
     Func lanes = s.acc.update().split(co, co_o, co_i, vec, TailStrategy::GuardWithIf).rfactor(co_i, lane);
     lanes.compute_at(s.acc, Var::outermost()).vectorize(lane);
     lanes.update().reorder(lane, co_o, kx, ky, kz).vectorize(lane);
-    lanes.update().specialize(s.unit_stride);
+    if (s.may_take_unit_strides()) lanes.update().specialize(s.unit_stride);
 
     // The filter, packed once so the vector dim is contiguous for each (co, tap) whatever the
     // user's filter layout (HWIO has c strided by C_out; OIX has g strided by C_out/G*taps).

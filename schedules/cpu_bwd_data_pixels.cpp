@@ -80,7 +80,12 @@ struct PixelTile {
             Stage s2 = au.specialize(s.stride_2);
             s2.specialize(s.square_2d(3) && s.unit_dilation).unroll(kx).unroll(ky);
         }
-        au.specialize(s.unit_stride);
+        // Unit strides: the tap predicate folds. (The x-phase tiles take stride 2 along x,
+        // the others unit strides alone: BwdDataStages::unit_strides_only.)
+        if (s.unit_strides_only()) {
+            au.specialize(s.unit_stride);
+            au.specialize_fail("convgrad: this pixel-vector data gradient takes unit strides alone");
+        }
     }
 };
 

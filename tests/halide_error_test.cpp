@@ -243,5 +243,38 @@ TEST(HalideErrors, FlatPlaneFilterKernelRefusesOtherLayers) {
     }
 }
 
+// The data gradients the registry gives unit strides alone (BwdDataStages::
+// unit_strides_only: nxc_px, ncx_px, the pointwise nxc_pw and ncx_px_pw, the in-place
+// nxg_ip, which takes unit dilations alone too) compile those taps alone: given stride 2
+// or dilation 2 (which the registry routes elsewhere), they fail with a status that names
+// them instead of running taps they were not built for.
+TEST(HalideErrors, UnitStrideKernelsRefuseOtherStrides) {
+    ConvProblem rgb = padded_3x3(1, 3, 16, 32, 8);
+    rgb.strides = {2, 2, 1};
+    rgb.output_size = {16, 4, 1};
+    expect_refused(rgb, false, "bwd_data_f32_nxc_px");
+    ConvProblem nchw = padded_3x3(1, 8, 8, 32, 8);
+    nchw.strides = {1, 2, 1};
+    nchw.output_size = {32, 4, 1};
+    nchw.activation_layout = ActivationLayout::kNCX;
+    nchw.filter_layout = FilterLayout::kOIX;
+    expect_refused(nchw, false, "bwd_data_f32_ncx_px");
+    ConvProblem pointwise = with_filter(padded_3x3(1, 64, 64, 32, 8), 1, 1);
+    pointwise.strides = {2, 2, 1};
+    pointwise.output_size = {16, 4, 1};
+    expect_refused(pointwise, false, "bwd_data_f32_nxc_pw");
+    pointwise.activation_layout = ActivationLayout::kNCX;
+    pointwise.filter_layout = FilterLayout::kOIX;
+    expect_refused(pointwise, false, "bwd_data_f32_ncx_px_pw");
+    ConvProblem depthwise = padded_3x3(32, 32, 32, 9, 9);
+    depthwise.strides = {1, 2, 1};
+    depthwise.output_size = {9, 5, 1};
+    expect_refused(depthwise, false, "bwd_data_f32_nxg_ip");
+    ConvProblem dilated = padded_3x3(32, 32, 32, 9, 9);
+    dilated.dilations = {2, 2, 1};
+    dilated.pads_begin = dilated.pads_end = {2, 2, 0};
+    expect_refused(dilated, false, "bwd_data_f32_nxg_ip");
+}
+
 }  // namespace
 }  // namespace convgrad::test
