@@ -245,7 +245,8 @@ public:
     // from a dropped one.
     void generate() {
         const Target t = this->get_target();
-        choose_llvm_options(t, storage());  // before LLVM's first use in this process
+        // (before LLVM's first use in this process)
+        choose_llvm_options(t, storage(), static_cast<T *>(this)->slp_vectorizer_pays());
         static_cast<T *>(this)->generate_variant();
         if (!t.has_gpu_feature()) {
             this->get_pipeline().add_custom_lowering_pass(
@@ -255,6 +256,9 @@ public:
     }
 
 protected:
+    // Whether LLVM's SLP vectorizer runs on this variant's float32 x86 code (llvm_options.h);
+    // a variant's generator hides this where it does not pay.
+    bool slp_vectorizer_pays() const { return true; }
     Type storage() const { return storage_type(dtype); }
     Type accumulator() const { return accumulator_type(storage()); }
 

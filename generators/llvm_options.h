@@ -25,6 +25,11 @@
 //   and nxc 0.98-1.01x, int32 nxc filter 0.95x and ncx data 1.04x). float32 keeps it, ARM64's
 //   too: its Winograd data gradient ran 0.92x without it on the AVX-512 path (bench/RESULTS.md,
 //   fifty-sixth session).
+// - and on x86, the float32 variants whose tiles ran faster without it (`slp_pays` false:
+//   the small-group ones, nxc_sg: kernel alone, AVX-512, rx_g32_28's data gradient 1.126x
+//   in two runs of 7 rounds, its filter gradient 1.09x; bench/RESULTS.md, sixty-first
+//   session). Across the suite's other float32 kernels SLP off measured 0.99-1.00x in
+//   geomean, Winograd's 0.75-0.89x, so it stays on for them.
 // GPU kernels are left alone (their device code is small). A user's own HL_LLVM_ARGS (e.g.
 // -time-passes) wins: it is left as it is.
 #pragma once
@@ -36,15 +41,16 @@
 
 namespace convgrad::gen {
 
-inline void choose_llvm_options(const Halide::Target &t, const Halide::Type &storage) {
+inline void choose_llvm_options(const Halide::Target &t, const Halide::Type &storage, bool slp_pays = true) {
     if (t.has_gpu_feature()) return;
-    const bool float32 = storage == Halide::Float(32);
-    if (t.arch == Halide::Target::X86 && float32) return;
     const char *user = std::getenv("HL_LLVM_ARGS");
     if (user != nullptr && *user != '\0') return;
-    std::string args = "-unswitch-threshold=0 -disable-x86-domain-reassignment";
-    if (!float32) args += " -vectorize-slp=false";
-    setenv("HL_LLVM_ARGS", args.c_str(), /*overwrite=*/1);
+    const bool float32 = storage == Halide::Float(32), x86 = t.arch == Halide::Target::X86;
+    std::string args;
+    if (!(x86 && float32)) args = "-unswitch-threshold=0 -disable-x86-domain-reassignment ";
+    if (!float32 || (x86 && !slp_pays)) args += "-vectorize-slp=false";
+    while (!args.empty() && args.back() == ' ') args.pop_back();
+    if (!args.empty()) setenv("HL_LLVM_ARGS", args.c_str(), /*overwrite=*/1);
 }
 
 }  // namespace convgrad::gen

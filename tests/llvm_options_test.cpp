@@ -1,5 +1,6 @@
 // The LLVM options each kernel compiles with (generators/llvm_options.h): float32 on x86
-// keeps LLVM's full O3; float64, 16-bit floats, int32 and every ARM64 kernel compile without
+// keeps LLVM's full O3, but for the SLP vectorizer where a variant's tiles ran faster
+// without it; float64, 16-bit floats, int32 and every ARM64 kernel compile without
 // non-trivial loop unswitching or AVX-512's domain reassignment, and all but float32 without
 // the SLP vectorizer; GPU kernels and a user's own HL_LLVM_ARGS are left alone.
 #include <gtest/gtest.h>
@@ -19,9 +20,9 @@ const std::string kCheaper = "-unswitch-threshold=0 -disable-x86-domain-reassign
 const std::string kCheaperNoSlp = kCheaper + " -vectorize-slp=false";
 
 // HL_LLVM_ARGS after choosing for (target, dtype) from an unset variable ("" if still unset).
-std::string chosen(const std::string &target, const Halide::Type &dtype) {
+std::string chosen(const std::string &target, const Halide::Type &dtype, bool slp_pays = true) {
     unsetenv("HL_LLVM_ARGS");
-    gen::choose_llvm_options(Target(target), dtype);
+    gen::choose_llvm_options(Target(target), dtype, slp_pays);
     const char *v = std::getenv("HL_LLVM_ARGS");
     return v == nullptr ? "" : v;
 }
@@ -29,6 +30,16 @@ std::string chosen(const std::string &target, const Halide::Type &dtype) {
 TEST(LlvmOptions, Float32OnX86KeepsFullOptimisation) {
     EXPECT_EQ(chosen("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", Halide::Float(32)), "");
     EXPECT_EQ(chosen("x86-64-linux-sse41", Halide::Float(32)), "");
+}
+
+// The variants whose x86 float32 tiles ran faster without SLP (nxc_sg) lose it alone; on
+// ARM64 they keep it like every float32 kernel there.
+TEST(LlvmOptions, SlpOffWhereItDoesNotPay) {
+    EXPECT_EQ(chosen("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", Halide::Float(32), false),
+              "-vectorize-slp=false");
+    EXPECT_EQ(chosen("x86-64-linux-sse41", Halide::Float(32), false), "-vectorize-slp=false");
+    EXPECT_EQ(chosen("x86-64-linux-avx-avx2-f16c-fma-sse41", Halide::Float(64), false), kCheaperNoSlp);
+    EXPECT_EQ(chosen("arm-64-linux", Halide::Float(32), false), kCheaper);
 }
 
 TEST(LlvmOptions, OtherDtypesAndArm64CompileCheaper) {
