@@ -302,12 +302,14 @@ RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<doubl
 }
 
 void expect_matches_at_offsets(const ConvProblem &p, Direction d, const std::vector<double> &first,
-                               const std::vector<double> &second, const std::vector<double> &ref, double tolerance) {
+                               const std::vector<double> &second, const std::vector<double> &ref, double tolerance,
+                               const std::string &kernel) {
     for (int64_t offset : {0, 1}) {
         TestDevice on;
         on.offset = offset;
         const RunResult r = run_problem(p, d, first, second, false, on);
         ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+        if (offset == 0 && !kernel.empty()) EXPECT_EQ(r.kernel, kernel_on_this_path(kernel));
         EXPECT_LE(relative_error(r.result, ref), tolerance) << r.kernel << ", tensors " << offset << " element(s) in";
     }
 }

@@ -82,9 +82,12 @@ RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<doubl
 
 // Runs `p` (run_problem's `first` and `second`) on tensors aligned as frameworks allocate them
 // and on tensors one element into their storage (no vector aligned), and compares each result
-// with `ref` (relative error at most `tolerance`).
+// with `ref` (relative error at most `tolerance`); with `kernel`, the aligned run must take it
+// on this path (kernel_on_this_path). (One run serves both checks: under qemu, where the ARM64
+// tests emulate every run, a separate run for the kernel's name was a third of the time.)
 void expect_matches_at_offsets(const ConvProblem &p, Direction d, const std::vector<double> &first,
-                               const std::vector<double> &second, const std::vector<double> &ref, double tolerance);
+                               const std::vector<double> &second, const std::vector<double> &ref, double tolerance,
+                               const std::string &kernel = "");
 
 // Resolves `c` through convgrad's TF frontend and runs the gradient on tensors holding
 // `first` and `second` (filter and dy for backprop-input, x and dy for backprop-filter).

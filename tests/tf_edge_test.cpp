@@ -942,9 +942,8 @@ TEST(TfEdge, DepthwiseFlatPlanesFilter) {
         const auto x = random_values(num_elements(c.input), rng), dy = random_values(num_elements(c.out_backprop), rng);
         const auto ref = backprop_filter(c, x, dy);
         const bool f64 = dtype == DType::kFloat64;
-        EXPECT_EQ(run_problem(p.value, Direction::kBackwardWeights, x, dy, false).kernel,
-                  kernel_on_this_path(f64 ? "bwd_weights_f64_ncg_fp" : "bwd_weights_f32_ncg_fp"));
-        expect_matches_at_offsets(p.value, Direction::kBackwardWeights, x, dy, ref, f64 ? 1e-12 : 1e-5);
+        expect_matches_at_offsets(p.value, Direction::kBackwardWeights, x, dy, ref, f64 ? 1e-12 : 1e-5,
+                                  f64 ? "bwd_weights_f64_ncg_fp" : "bwd_weights_f32_ncg_fp");
     }
 }
 
@@ -1014,10 +1013,9 @@ void expect_gradient_by(TfConv2D c, Direction d, const std::string &variant, uin
                                      : tf::conv2d_backprop_filter(attrs, c.input, c.filter, c.out_backprop, dtype);
         ASSERT_TRUE(p.is_ok()) << p.status.message();
         const bool f64 = dtype == DType::kFloat64;
-        EXPECT_EQ(run_problem(p.value, d, first, second, false).kernel,
-                  kernel_on_this_path(std::string(data ? "bwd_data_" : "bwd_weights_") +
-                                      (f64 ? "f64_" + (f64_variant.empty() ? variant : f64_variant) : "f32_" + variant)));
-        expect_matches_at_offsets(p.value, d, first, second, ref, f64 ? 1e-12 : 1e-5);
+        expect_matches_at_offsets(p.value, d, first, second, ref, f64 ? 1e-12 : 1e-5,
+                                  std::string(data ? "bwd_data_" : "bwd_weights_") +
+                                      (f64 ? "f64_" + (f64_variant.empty() ? variant : f64_variant) : "f32_" + variant));
     }
 }
 
@@ -1057,9 +1055,11 @@ TEST(TfEdge, PlainXFilterGradient) {
         EXPECT_EQ(plain_x_max_products(false), kPlainXMaxProducts);
     }
     {
+        // (The kernels' results are checked above: the same NHWC problem and kernel, and ncx
+        // everywhere; here the routing alone, which under qemu saves ~55 s of emulation.)
         const ScopedRegistryCpu intel(RegistryCpu::kIntel);
-        expect_filter_gradient_by(c, "nxc_xp", 5, "nxc");
-        expect_filter_gradient_by(as_nchw(c), "ncx", 5);
+        expect_kernel(c, "bwd_weights_f32_nxc_xp");
+        expect_kernel(as_nchw(c), "bwd_weights_f32_ncx");
         // Pointwise: 144 dy channels are 144 products, 145 too many; stride 2 over 2 x 2 taps
         // (576 / 4).
         expect_kernel(conv({1, 128, 128, 64}, {1, 1, 64, 144}, "VALID", 1, 1), "bwd_weights_f32_nxc_xp");
