@@ -29,7 +29,7 @@ public:
     // true: the variant for small groups (NXC, fewer than kSmallGroupChannels dy channels per
     // group; the registry routes no others to it, and the kernel fails cleanly on wider ones).
     GeneratorParam<bool> small_groups{"small_groups", false};
-    // Its NXC tiles ran faster without LLVM's SLP vectorizer (generators/llvm_options.h).
+    // Its NXC tiles ran as fast without LLVM's SLP vectorizer (generators/llvm_options.h).
     bool slp_vectorizer_pays() const { return !(small_groups && variant_layout() == Layout::NXC); }
     // true: the flat-plane variant (ncg_fp: depthwise NCHW, unit strides, dx and dy of one
     // width; generators/flat_planes.h), on the runtime's flat views of dy and dx.

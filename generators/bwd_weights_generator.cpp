@@ -28,7 +28,7 @@ public:
     // 64-bit broadcast gives both groups' x and a tile spans the two groups that share dy's
     // cache lines (schedules/cpu_bwd_weights.cpp).
     GeneratorParam<bool> small_groups{"small_groups", false};
-    // Its NXC tiles ran faster without LLVM's SLP vectorizer (generators/llvm_options.h).
+    // Its NXC tiles ran as fast without LLVM's SLP vectorizer (generators/llvm_options.h).
     bool slp_vectorizer_pays() const { return !(small_groups && variant_layout() == Layout::NXC); }
     // true: the Winograd variant (nxc_wg: 2-D 3x3 filters, unit strides and dilations, x and
     // dy channels per group multiples of kChannelSlab; generators/winograd.h).

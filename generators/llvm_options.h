@@ -25,11 +25,12 @@
 //   and nxc 0.98-1.01x, int32 nxc filter 0.95x and ncx data 1.04x). float32 keeps it, ARM64's
 //   too: its Winograd data gradient ran 0.92x without it on the AVX-512 path (bench/RESULTS.md,
 //   fifty-sixth session).
-// - and on x86, the float32 variants whose tiles ran faster without it (`slp_pays` false:
-//   the small-group ones, nxc_sg: kernel alone, AVX-512, rx_g32_28's data gradient 1.126x
-//   in two runs of 7 rounds, its filter gradient 1.09x; bench/RESULTS.md, sixty-first
-//   session). Across the suite's other float32 kernels SLP off measured 0.99-1.00x in
-//   geomean, Winograd's 0.75-0.89x, so it stays on for them.
+// - and on x86, the float32 variants that ran as fast without it (`slp_pays` false: the
+//   small-group ones, nxc_sg: kernel alone, AVX-512, rx_g32_28's data gradient 1.126x in
+//   two runs of 7 rounds and its filter gradient 1.09x in the sixty-first session, then
+//   0.965x and 0.989x, and 1.046x, in the sixty-second: bench/RESULTS.md), which then
+//   compile in less time. Across the suite's other float32 kernels SLP off measured
+//   0.99-1.00x in geomean, Winograd's 0.75-0.89x, so it stays on for them.
 // GPU kernels are left alone (their device code is small). A user's own HL_LLVM_ARGS (e.g.
 // -time-passes) wins: it is left as it is.
 #pragma once

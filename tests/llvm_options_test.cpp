@@ -1,5 +1,5 @@
 // The LLVM options each kernel compiles with (generators/llvm_options.h): float32 on x86
-// keeps LLVM's full O3, but for the SLP vectorizer where a variant's tiles ran faster
+// keeps LLVM's full O3, but for the SLP vectorizer where a variant's tiles ran as fast
 // without it; float64, 16-bit floats, int32 and every ARM64 kernel compile without
 // non-trivial loop unswitching or AVX-512's domain reassignment, and all but float32 without
 // the SLP vectorizer; GPU kernels and a user's own HL_LLVM_ARGS are left alone.
@@ -32,7 +32,7 @@ TEST(LlvmOptions, Float32OnX86KeepsFullOptimisation) {
     EXPECT_EQ(chosen("x86-64-linux-sse41", Halide::Float(32)), "");
 }
 
-// The variants whose x86 float32 tiles ran faster without SLP (nxc_sg) lose it alone; on
+// The variants whose x86 float32 tiles ran as fast without SLP (nxc_sg) lose it alone; on
 // ARM64 they keep it like every float32 kernel there.
 TEST(LlvmOptions, SlpOffWhereItDoesNotPay) {
     EXPECT_EQ(chosen("x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41", Halide::Float(32), false),
