@@ -48,9 +48,12 @@ inline void choose_llvm_options(const Halide::Target &t, const Halide::Type &sto
     if (user != nullptr && *user != '\0') return;
     const bool float32 = storage == Halide::Float(32), x86 = t.arch == Halide::Target::X86;
     std::string args;
-    if (!(x86 && float32)) args = "-unswitch-threshold=0 -disable-x86-domain-reassignment ";
-    if (!float32 || (x86 && !slp_pays)) args += "-vectorize-slp=false";
-    while (!args.empty() && args.back() == ' ') args.pop_back();
+    auto add = [&args](const char *option) { args += (args.empty() ? "" : " ") + std::string(option); };
+    if (!(x86 && float32)) {
+        add("-unswitch-threshold=0");
+        add("-disable-x86-domain-reassignment");
+    }
+    if (!float32 || (x86 && !slp_pays)) add("-vectorize-slp=false");
     if (!args.empty()) setenv("HL_LLVM_ARGS", args.c_str(), /*overwrite=*/1);
 }
 

@@ -5,6 +5,7 @@
 
 #include "halide_bridge.h"
 #include "kernel_registry.h"
+#include "shape_inference.h"
 #include "test_util.h"
 
 namespace convgrad::test {
@@ -84,6 +85,35 @@ ConvProblem with_filter(ConvProblem p, int kh, int kw) {
     return p;
 }
 
+// `p`'s output sizes, as its input, filter, strides, dilations and pads imply them.
+ConvProblem with_output_inferred(ConvProblem p) {
+    for (int a = 0; a < 2; ++a) {
+        p.output_size[a] = shape::canonical_output_size(p.input_size[a], p.kernel_size[a], p.strides[a],
+                                                        p.dilations[a], p.pads_begin[a], p.pads_end[a]);
+    }
+    return p;
+}
+
+// `p` with strides sx along x and sy along y.
+ConvProblem strided(ConvProblem p, int sx, int sy) {
+    p.strides = {sx, sy, 1};
+    return with_output_inferred(p);
+}
+
+// `p` (a 3x3 filter) with dilation 2, padded so that its planes keep their size.
+ConvProblem dilated_by_2(ConvProblem p) {
+    p.dilations = {2, 2, 1};
+    p.pads_begin = p.pads_end = {2, 2, 0};
+    return p;
+}
+
+// `p` in NCHW activations and OIHW filters.
+ConvProblem channels_first(ConvProblem p) {
+    p.activation_layout = ActivationLayout::kNCX;
+    p.filter_layout = FilterLayout::kOIX;
+    return p;
+}
+
 // The kernel `name`, called directly on `p`, fails with an error status that names it.
 void expect_refused(const ConvProblem &p, bool gapped, const std::string &name) {
     const Status s = run_directly(p, gapped, name);
@@ -131,18 +161,10 @@ TEST(HalideErrors, ChannelSlabKernelRefusesPartialSlabs) {
 // only: given stride 2 (either layout), dilation 2 or a 5x5 filter (which the registry
 // routes elsewhere), they fail with a status instead of computing another layer's gradient.
 TEST(HalideErrors, WinogradKernelRefusesOtherLayers) {
-    ConvProblem strided = padded_3x3(1, 32, 32, 8, 8);
-    strided.strides = {2, 2, 1};
-    strided.output_size = {4, 4, 1};
-    expect_refused(strided, false, "bwd_data_f32_nxc_wg");
-    ConvProblem strided_nchw = strided;
-    strided_nchw.activation_layout = ActivationLayout::kNCX;
-    strided_nchw.filter_layout = FilterLayout::kOIX;
-    expect_refused(strided_nchw, false, "bwd_data_f32_ncx_wg");
-    ConvProblem dilated = padded_3x3(1, 32, 32, 8, 8);
-    dilated.dilations = {2, 2, 1};
-    dilated.pads_begin = dilated.pads_end = {2, 2, 0};
-    expect_refused(dilated, false, "bwd_data_f32_nxc_wg");
+    const ConvProblem layer = padded_3x3(1, 32, 32, 8, 8);
+    expect_refused(strided(layer, 2, 2), false, "bwd_data_f32_nxc_wg");
+    expect_refused(channels_first(strided(layer, 2, 2)), false, "bwd_data_f32_ncx_wg");
+    expect_refused(dilated_by_2(layer), false, "bwd_data_f32_nxc_wg");
     expect_refused(with_filter(padded_3x3(1, 32, 32, 8, 8), 5, 5), false, "bwd_data_f32_nxc_wg");
 }
 
@@ -151,10 +173,8 @@ TEST(HalideErrors, WinogradKernelRefusesOtherLayers) {
 // computing another layer's taps.
 TEST(HalideErrors, WinogradFilterKernelRefusesStrides) {
     for (const bool nchw : {false, true}) {
-        ConvProblem p = padded_3x3(1, 32, 32, 8, 8);
-        p.strides = {2, 2, 1};
-        p.output_size = {4, 4, 1};
-        if (nchw) p.activation_layout = ActivationLayout::kNCX, p.filter_layout = FilterLayout::kOIX;
+        const ConvProblem nhwc = strided(padded_3x3(1, 32, 32, 8, 8), 2, 2);
+        const ConvProblem p = nchw ? channels_first(nhwc) : nhwc;
         ASSERT_TRUE(validate(p).is_ok());
         HostTensor x(input_shape(p), false), dy(output_shape(p), false), dw(filter_shape(p), false);
         Rng rng(6);
@@ -172,17 +192,8 @@ TEST(HalideErrors, WinogradFilterKernelRefusesStrides) {
 // padded 3x3 NCHW problem with fewer dy channels than x ones, which the registry sends to
 // ncx, it matches the registry's kernel.
 TEST(HalideErrors, DyBroadcastKernelOutsideItsRule) {
-    ConvProblem p;
+    ConvProblem p = channels_first(strided(padded_3x3(1, 40, 12, 9, 11), 2, 2));
     p.batch = 2;
-    p.in_channels = 40;
-    p.out_channels = 12;
-    p.input_size = {9, 11, 1};
-    p.output_size = {5, 6, 1};
-    p.kernel_size = {3, 3, 1};
-    p.strides = {2, 2, 1};
-    p.pads_begin = p.pads_end = {1, 1, 0};
-    p.activation_layout = ActivationLayout::kNCX;
-    p.filter_layout = FilterLayout::kOIX;
     ASSERT_TRUE(validate(p).is_ok());
     HostTensor x(input_shape(p), false), dy(output_shape(p), false), direct(filter_shape(p), false),
         registry(filter_shape(p), false);
@@ -199,10 +210,7 @@ TEST(HalideErrors, DyBroadcastKernelOutsideItsRule) {
 // (which the registry routes elsewhere), it fails with a status instead of reading the
 // plane with the wrong row width.
 TEST(HalideErrors, FlatPlaneKernelRefusesGappedRows) {
-    ConvProblem p = padded_3x3(4, 4, 4, 9, 9);
-    p.activation_layout = ActivationLayout::kNCX;
-    p.filter_layout = FilterLayout::kOIX;
-    expect_refused(p, true, "bwd_data_f32_ncg_fp");
+    expect_refused(channels_first(padded_3x3(4, 4, 4, 9, 9)), true, "bwd_data_f32_ncg_fp");
 }
 
 // The in-place depthwise data gradient (nxg_ip) is compiled for 3x3 filters alone: given a
@@ -219,19 +227,13 @@ TEST(HalideErrors, InPlaceKernelRefusesOtherFilters) {
 // fails with a status that names it instead of reading other positions.
 TEST(HalideErrors, FlatPlaneFilterKernelRefusesOtherLayers) {
     const auto depthwise = [](int groups) {
-        ConvProblem p = padded_3x3(groups, groups, groups, 7, 7);
+        ConvProblem p = channels_first(padded_3x3(groups, groups, groups, 7, 7));
         p.batch = 4;
-        p.activation_layout = ActivationLayout::kNCX;
-        p.filter_layout = FilterLayout::kOIX;
         return p;
     };
-    ConvProblem strided = depthwise(8);
-    strided.strides = {2, 2, 1};
-    strided.output_size = {4, 4, 1};
     ConvProblem valid = depthwise(8);
     valid.pads_begin = valid.pads_end = {0, 0, 0};
-    valid.output_size = {5, 5, 1};
-    for (const ConvProblem &p : {strided, valid, depthwise(2)}) {
+    for (const ConvProblem &p : {strided(depthwise(8), 2, 2), with_output_inferred(valid), depthwise(2)}) {
         ASSERT_TRUE(validate(p).is_ok());
         HostTensor x(input_shape(p), false), dy(output_shape(p), false), dw(filter_shape(p), false);
         Rng rng(8);
@@ -249,31 +251,14 @@ TEST(HalideErrors, FlatPlaneFilterKernelRefusesOtherLayers) {
 // or dilation 2 (which the registry routes elsewhere), they fail with a status that names
 // them instead of running taps they were not built for.
 TEST(HalideErrors, UnitStrideKernelsRefuseOtherStrides) {
-    ConvProblem rgb = padded_3x3(1, 3, 16, 32, 8);
-    rgb.strides = {2, 2, 1};
-    rgb.output_size = {16, 4, 1};
-    expect_refused(rgb, false, "bwd_data_f32_nxc_px");
-    ConvProblem nchw = padded_3x3(1, 8, 8, 32, 8);
-    nchw.strides = {1, 2, 1};
-    nchw.output_size = {32, 4, 1};
-    nchw.activation_layout = ActivationLayout::kNCX;
-    nchw.filter_layout = FilterLayout::kOIX;
-    expect_refused(nchw, false, "bwd_data_f32_ncx_px");
-    ConvProblem pointwise = with_filter(padded_3x3(1, 64, 64, 32, 8), 1, 1);
-    pointwise.strides = {2, 2, 1};
-    pointwise.output_size = {16, 4, 1};
+    expect_refused(strided(padded_3x3(1, 3, 16, 32, 8), 2, 2), false, "bwd_data_f32_nxc_px");
+    expect_refused(channels_first(strided(padded_3x3(1, 8, 8, 32, 8), 1, 2)), false, "bwd_data_f32_ncx_px");
+    const ConvProblem pointwise = strided(with_filter(padded_3x3(1, 64, 64, 32, 8), 1, 1), 2, 2);
     expect_refused(pointwise, false, "bwd_data_f32_nxc_pw");
-    pointwise.activation_layout = ActivationLayout::kNCX;
-    pointwise.filter_layout = FilterLayout::kOIX;
-    expect_refused(pointwise, false, "bwd_data_f32_ncx_px_pw");
-    ConvProblem depthwise = padded_3x3(32, 32, 32, 9, 9);
-    depthwise.strides = {1, 2, 1};
-    depthwise.output_size = {9, 5, 1};
-    expect_refused(depthwise, false, "bwd_data_f32_nxg_ip");
-    ConvProblem dilated = padded_3x3(32, 32, 32, 9, 9);
-    dilated.dilations = {2, 2, 1};
-    dilated.pads_begin = dilated.pads_end = {2, 2, 0};
-    expect_refused(dilated, false, "bwd_data_f32_nxg_ip");
+    expect_refused(channels_first(pointwise), false, "bwd_data_f32_ncx_px_pw");
+    const ConvProblem depthwise = padded_3x3(32, 32, 32, 9, 9);
+    expect_refused(strided(depthwise, 1, 2), false, "bwd_data_f32_nxg_ip");
+    expect_refused(dilated_by_2(depthwise), false, "bwd_data_f32_nxg_ip");
 }
 
 }  // namespace

@@ -222,14 +222,28 @@ std::string describe(const TfConv2D &c) {
     return os.str();
 }
 
+Result<ConvProblem> tf_problem(const TfConv2D &c, bool backprop_input, DType dtype) {
+    tf::ConvAttrs attrs{c.strides, c.dilations, c.padding, c.explicit_paddings, c.data_format};
+    return backprop_input
+        ? (c.depthwise ? tf::depthwise_conv2d_backprop_input : tf::conv2d_backprop_input)(
+              attrs, c.input, c.filter, c.out_backprop, dtype)
+        : (c.depthwise ? tf::depthwise_conv2d_backprop_filter : tf::conv2d_backprop_filter)(
+              attrs, c.input, c.filter, c.out_backprop, dtype);
+}
+
+std::string routed_kernel(const ConvProblem &p, Direction d) {
+    const bool data = d == Direction::kBackwardData;
+    HostTensor a(data ? output_shape(p) : input_shape(p), false, p.dtype);
+    HostTensor b(data ? filter_shape(p) : output_shape(p), false, p.dtype);
+    HostTensor out(data ? input_shape(p) : filter_shape(p), false, p.dtype);
+    Result<std::string> k = select_kernel(d, p, a.tensor, b.tensor, out.tensor);
+    EXPECT_TRUE(k.is_ok()) << k.status.message();
+    return k.is_ok() ? k.value : "";
+}
+
 TfRunResult run_tf(const TfConv2D &c, bool backprop_input, const std::vector<double> &first,
                    const std::vector<double> &second, bool gapped) {
-    tf::ConvAttrs attrs{c.strides, c.dilations, c.padding, c.explicit_paddings, c.data_format};
-    Result<ConvProblem> p = backprop_input
-        ? (c.depthwise ? tf::depthwise_conv2d_backprop_input : tf::conv2d_backprop_input)(
-              attrs, c.input, c.filter, c.out_backprop, DType::kFloat32)
-        : (c.depthwise ? tf::depthwise_conv2d_backprop_filter : tf::conv2d_backprop_filter)(
-              attrs, c.input, c.filter, c.out_backprop, DType::kFloat32);
+    Result<ConvProblem> p = tf_problem(c, backprop_input);
     if (!p.is_ok()) {
         RunResult r;
         r.status = p.status;

@@ -89,6 +89,13 @@ void expect_matches_at_offsets(const ConvProblem &p, Direction d, const std::vec
                                const std::vector<double> &second, const std::vector<double> &ref, double tolerance,
                                const std::string &kernel = "");
 
+// The problem convgrad's TF frontend resolves `c` to (Conv2D or depthwise, as `c` says).
+Result<ConvProblem> tf_problem(const TfConv2D &c, bool backprop_input, DType dtype = DType::kFloat32);
+
+// The kernel the registry would run for `p` on aligned host tensors, without running it (a
+// routing check; the tests that compare numbers run the kernels).
+std::string routed_kernel(const ConvProblem &p, Direction d);
+
 // Resolves `c` through convgrad's TF frontend and runs the gradient on tensors holding
 // `first` and `second` (filter and dy for backprop-input, x and dy for backprop-filter).
 using TfRunResult = RunResult;
