@@ -188,7 +188,8 @@ int aot_command(int argc, char **argv) {
                                        "or a comma-separated multitarget list (best first)")->required();
     app.add_option("--ops", ops, "bwd_data, bwd_weights (default: both)");
     app.add_option("--dtypes", dtypes, "f32 (default), f64, f16, bf16, i32");
-    app.add_option("--layouts", layouts, "nxg, ncg, nxc, ncx (default: all); the generic `any` is always added, "
+    app.add_option("--layouts", layouts, "nxg, ncg, nxc, ncx (default: all); the generic `any` is always added "
+                                         "(`any` alone: the generic kernels only, the smallest library), "
                                          "and nxc/nxg bring their stride-2 data-gradient variants");
     app.add_option("-o,--output", out, "directory to write the project to (created; must be empty)")->required();
     app.add_option("--generator", generator, "convgrad's generator executable (default: found beside the CLI)");
