@@ -7,9 +7,10 @@
 # refinements to route past; the host one the generic kernels alone (`--layouts any`).
 # `convgrad aot` runs the generator once per kernel in series, and every kernel here is
 # compile time in ctest: the 13 nxc variants took 166 s for the host alone on a 2 GHz Zen 1,
-# and as long again for ARM64; the ncg ones (5, and the 2 generic) ~95 s a target on a Xeon,
-# the generic ones alone ~15 s (the ARM64 build, scripts/build-arm64.sh, cross-builds every
-# variant's table already, and the x86 build the host's).
+# and as long again for ARM64; on a Xeon, in ctest, the whole test took 190 s with the ncg
+# variants in both libraries and 103 s with the host's generic alone (the ARM64 build,
+# scripts/build-arm64.sh, cross-builds every variant's table already, and the x86 build the
+# host's).
 # usage: aot_test.sh CONVGRAD_CLI SOURCE_DIR
 set -euo pipefail
 cli=$1
