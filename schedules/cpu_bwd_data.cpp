@@ -286,10 +286,11 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
         branches.push_back({v_extent >= wide && s.x_extent >= pixels, wide, vec, pixels});
         if (wide > vec) branches.push_back({v_extent >= vec && s.x_extent >= pixels, vec, vec, pixels});
         // Half vectors are for small groups of channels; depthwise layers with 8-15 groups
-        // are rare enough not to pay their compile time.
-        if (!groups_vectorised) branches.push_back({v_extent >= vec / 2 && s.x_extent >= pixels, vec / 2, vec / 2, pixels});
+        // are rare enough not to pay their compile time (nor do 1-2 lanes: cpu_staging.h).
+        const bool half_vectors = !groups_vectorised && half_vectors_pay(vec);
+        if (half_vectors) branches.push_back({v_extent >= vec / 2 && s.x_extent >= pixels, vec / 2, vec / 2, pixels});
         branches.push_back({v_extent >= vec, vec, vec, 1});
-        if (!groups_vectorised) branches.push_back({v_extent >= vec / 2, vec / 2, vec / 2, 1});
+        if (half_vectors) branches.push_back({v_extent >= vec / 2, vec / 2, vec / 2, 1});
     }
     for (const Branch &b : branches) {  // specialise before splitting: own factors, same names
         Stage st = out.specialize(b.condition);

@@ -534,16 +534,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
                 branches.push_back({few && s.ci_extent == 3 && s.kx_extent == 7 && s.dilation_x == 1, 3, vec, vec, 7});
                 branches.push_back({few && s.ci_extent == 3 && s.kx_extent == 3 && s.dilation_x == 1, 3, 2 * vec, vec, 3});
             }
-            // Half vectors only where half a vector is 4 lanes or more (AVX2 and AVX-512
-            // float32, AVX-512 float64): of 2 lanes (SSE4.1 and NEON float32, AVX2 float64)
-            // they serve groups of 2-3 output channels alone, and of 1 (SSE4.1 and NEON
-            // float64) they are the scalar nest again; the scalar nest takes those. With
-            // them, Halide 14's bounds of dy on those paths grew into select trees of every
-            // branch (the image checks alone 28 MB of IR for SSE4.1 float32 nxc, 1.5 MB on
-            // AVX2): lowering nxc took 44 -> 12 s (SSE4.1 float32), 52 -> 16 s (SSE4.1
-            // float64), 41 -> 9 s (AVX2 float64), 43 -> 11 s (ARM64 float32), ncx's SSE4.1
-            // float32 20 -> 9 s (bench/RESULTS.md, sixty-third session).
-            const bool half_vectors = vec / 2 >= 4;
+            const bool half_vectors = half_vectors_pay(vec);  // cpu_staging.h
             branches.insert(branches.end(), {
                         {few && s.ci_extent % 3 == 0 && s.co_extent >= 2 * co_tile, 3, 2 * co_tile, vec},
                         {few, 3, co_tile, vec},

@@ -150,6 +150,16 @@ inline void stage_rows_over_zeros(Func f, const LoopLevel &at, int vec) {
     f.update().reorder(row, a[0], a[2], a[3], a[4], a[5]).vectorize(row, vec, TailStrategy::GuardWithIf);
 }
 
+// Whether a schedule gives half vectors their own branches: only where half a vector is 4
+// lanes or more (AVX2 and AVX-512 float32, AVX-512 float64). Of 2 lanes (SSE4.1 and NEON
+// float32, AVX2 float64) they serve groups of 2-3 channels alone, which the narrower nests
+// take as well, and of 1 (SSE4.1 and NEON float64) they are the scalar nest again, each
+// with its own stride specialisations. With them, Halide 14's bounds on those paths grew
+// into select trees of every branch (the filter gradient's image checks alone 28 MB of IR
+// for SSE4.1 float32 nxc): lowering nxc took 44 -> 12 s (SSE4.1 float32), 41 -> 9 s (AVX2
+// float64), 43 -> 11 s (ARM64 float32) (bench/RESULTS.md, sixty-third session).
+inline bool half_vectors_pay(int vec) { return vec / 2 >= 4; }
+
 // The depthwise channels-first (ncg) tasks: a block of `vec` groups over a run of images,
 // each image's planes staged in cache and one allocation a task. The runs are as long as
 // about 16 tasks allow (16 blocks or more: every image in one run); returns the run length.
