@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 namespace convgrad {
 
@@ -16,5 +17,13 @@ namespace convgrad {
 constexpr std::size_t kCachedBlockMax = std::size_t(1) << 18;
 void *kernel_malloc(void *user_context, std::size_t bytes);
 void kernel_free(void *user_context, void *ptr);
+
+// A block of kernel_malloc's the runtime holds across a call (a dilation phase's filter
+// gradient, a 16-bit call's float32 copies: execute.cpp); null where memory ran out.
+struct KernelBlockFree {
+    void operator()(void *ptr) const { kernel_free(nullptr, ptr); }
+};
+using KernelBlock = std::unique_ptr<void, KernelBlockFree>;
+inline KernelBlock kernel_block(std::size_t bytes) { return KernelBlock(kernel_malloc(nullptr, bytes)); }
 
 }  // namespace convgrad

@@ -283,10 +283,15 @@ constexpr double kWinogradMaxOvercompute = 1.35;
 // the suite's dl_3x3_d2 filter gradient ran 0.82x with its 17x17 phase direct).
 constexpr double kWinogradMaxPhaseOvercompute = 1.5;
 
-// Where a call runs: the device, and for CUDA the device's compute capability.
+// Where a call runs: the device, and for CUDA the device's compute capability; and whether
+// it takes direct sums only (no Winograd): a 16-bit problem run on the float32 kernels
+// (execute.cpp: run_widened), whose precision bound, a 16-bit rounding of float32 direct
+// sums, Winograd's transforms (rounding differently, as float64 leaves them out) can exceed
+// near cancellations.
 struct Placement {
     Device device = Device::kCpu;
     int cuda_capability = 0;  // major * 10 + minor
+    bool direct_sums_only = false;
 };
 
 struct KernelEntry {
@@ -312,6 +317,9 @@ struct KernelEntry {
 };
 
 const std::vector<KernelEntry> &kernel_table();
+
+// Whether the table holds kernels of this direction and dtype for the device.
+bool has_kernels(Direction d, DType t, Device device);
 
 // First accepting entry, or nullptr.
 const KernelEntry *select_entry(Direction d, const ConvProblem &p, const CanonicalView &act0,

@@ -328,7 +328,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             return false;
         }
     }
-    if (needs.winograd && !winograd_fits(d, p, act0, act1)) return false;
+    if (needs.winograd && (where.direct_sums_only || !winograd_fits(d, p, act0, act1))) return false;
     // Staged-dy kernels: dy (act1) that streams from memory, pixels wider than two lines,
     // filters of at most 3x3 taps.
     if (needs.staged_dy) {
@@ -379,6 +379,12 @@ int64_t plain_x_max_products(bool channels_first) {
         return channels_first ? kChannelsFirstPlainXMaxProductsIntel : kPlainXMaxProductsIntel;
     }
     return kPlainXMaxProducts;
+}
+
+bool has_kernels(Direction d, DType t, Device device) {
+    const auto &table = kernel_table();
+    return std::any_of(table.begin(), table.end(),
+                       [&](const KernelEntry &e) { return e.direction == d && e.dtype == t && e.device == device; });
 }
 
 const KernelEntry *select_entry(Direction d, const ConvProblem &p, const CanonicalView &act0,

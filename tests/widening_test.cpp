@@ -1,0 +1,215 @@
+// 16-bit problems on the CPU run on the float32 kernels (runtime/src/widening.h, execute.cpp):
+// the copies into float32 exact, the results rounded to nearest even as the compiler's own
+// half type and a plain bfloat16 rounding do, over views of any strides, and the calls routed
+// to float32 kernels with direct sums (no Winograd).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "contract.h"
+#include "dilation_phases.h"
+#include "reference_nd.h"
+#include "test_util.h"
+#include "widening.h"
+
+namespace convgrad::test {
+namespace {
+
+// A 1-D view of `n` elements `stride` apart.
+CanonicalView row_view(void *data, DType t, int64_t n, int64_t stride = 1) {
+    CanonicalView v;
+    v.data = data, v.dtype = t;
+    v.extent[canonical::kX] = n, v.stride[canonical::kX] = stride;
+    return v;
+}
+
+float float_of(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// bfloat16 by comparing the two neighbours in double (not the bit trick of the runtime and
+// test_util): the nearer, at a tie the one with an even last bit.
+uint16_t bf16_by_neighbours(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    const uint32_t below = u & 0xffff0000u, above = below + 0x10000u;  // toward zero, away
+    // (Past the largest bfloat16, the neighbour away from zero is 2^128: infinity's encoding.)
+    const double away = (above & 0x7fffffffu) == 0x7f800000u ? std::copysign(std::ldexp(1.0, 128), f)
+                                                            : double(float_of(above));
+    const double to_below = std::fabs(double(f) - double(float_of(below)));
+    const double to_above = std::fabs(away - double(f));
+    if (to_below < to_above || (to_below == to_above && ((below >> 16) & 1) == 0)) return uint16_t(below >> 16);
+    return uint16_t(above >> 16);
+}
+
+// float32 values that test rounding: random bit patterns over every exponent, the midpoints
+// between neighbouring values of `t` (ties) and their neighbours, float16's subnormals and
+// the overflow threshold.
+std::vector<float> rounding_cases(DType t) {
+    std::vector<float> v;
+    Rng rng(71);
+    std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
+    for (int i = 0; i < 200000; i++) {
+        const float f = float_of(bits(rng));
+        if (std::isfinite(f)) v.push_back(f);
+    }
+    for (uint32_t h = 0; h < 0x7c00; h += 7) {  // ties between narrow neighbours
+        const double lo = t == DType::kFloat16 ? load(t, &h) : double(float_of(h << 16));
+        const uint32_t next = h + 1;
+        const double hi = t == DType::kFloat16 ? load(t, &next) : double(float_of(next << 16));
+        const float mid = static_cast<float>((lo + hi) / 2);  // exact in float32
+        for (float m : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) v.push_back(m), v.push_back(-m);
+    }
+    for (float f : {65504.0f, 65519.99f, 65520.0f, 70000.0f, 3.4e38f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
+                    0x1.ffcp-15f, 0x1.ffep-15f, 0x1p-14f, 1e-30f, 0.0f})
+        v.push_back(f), v.push_back(-f);
+    return v;
+}
+
+void expect_narrows_to_nearest_even(DType t) {
+    const std::vector<float> in = rounding_cases(t);
+    std::vector<uint16_t> out(in.size(), 0xdead);
+    narrow(row_view(const_cast<float *>(in.data()), DType::kFloat32, int64_t(in.size())),
+           row_view(out.data(), t, int64_t(in.size())));
+    int wrong = 0;
+    for (size_t i = 0; i < in.size() && wrong < 10; i++) {
+        uint16_t want;
+        if (t == DType::kFloat16) {
+            store(t, &want, in[i]);  // the compiler's _Float16 (__fp16 on AArch64)
+        } else {
+            want = bf16_by_neighbours(in[i]);
+        }
+        if (out[i] != want) wrong++;
+        EXPECT_EQ(out[i], want) << dtype_name(t) << " of " << std::hexfloat << in[i];
+    }
+}
+
+TEST(Widening, NarrowsFloat16ToNearestEven) { expect_narrows_to_nearest_even(DType::kFloat16); }
+TEST(Widening, NarrowsBFloat16ToNearestEven) { expect_narrows_to_nearest_even(DType::kBFloat16); }
+
+// Every 16-bit pattern: widened exactly (NaN to NaN), and narrowed back to itself.
+TEST(Widening, EveryPatternWidensExactlyAndBack) {
+    for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+        std::vector<uint16_t> bits(65536), back(65536, 0);
+        for (uint32_t i = 0; i < 65536; i++) bits[i] = uint16_t(i);
+        std::vector<float> wide(65536, 12345.0f);
+        widen(row_view(bits.data(), t, 65536), row_view(wide.data(), DType::kFloat32, 65536));
+        narrow(row_view(wide.data(), DType::kFloat32, 65536), row_view(back.data(), t, 65536));
+        int wrong = 0;
+        for (uint32_t i = 0; i < 65536 && wrong < 10; i++) {
+            const double want = load(t, &bits[i]);
+            const bool ok = std::isnan(want) ? std::isnan(wide[i]) && std::isnan(load(t, &back[i]))
+                                             : double(wide[i]) == want && back[i] == bits[i];
+            if (!ok) wrong++;
+            EXPECT_TRUE(ok) << dtype_name(t) << " bits 0x" << std::hex << i << ": widened " << wide[i]
+                            << ", back 0x" << back[i];
+        }
+    }
+}
+
+// Views with gaps in every dim and their order permuted, large enough for many parallel
+// tasks (whose boundaries fall inside rows): every element reaches its place, and narrowing
+// writes no gap.
+TEST(Widening, GappedPermutedViewsOfManyTasks) {
+    const int64_t extent[6] = {3, 37, 5, 2, 4, 61};  // c, x, y, z, g, n: 270840 elements
+    int64_t stride[6];
+    // Channels-last order (c, g, x, y, z, n), each stride one element past the dense one.
+    int64_t next = 2;
+    for (int dim : {canonical::kC, canonical::kG, canonical::kX, canonical::kY, canonical::kZ, canonical::kN}) {
+        stride[dim] = next;
+        next = next * extent[dim] + 1;
+    }
+    for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+        std::vector<uint16_t> narrow_data(next, 0x7e00), out(next, 0x1234);
+        CanonicalView nv;
+        nv.dtype = t;
+        for (int d = 0; d < 6; d++) nv.extent[d] = extent[d], nv.stride[d] = stride[d];
+        Rng rng(72);
+        const auto offset = [&](const int64_t (&i)[6]) {
+            int64_t o = 0;
+            for (int d = 0; d < 6; d++) o += i[d] * stride[d];
+            return o;
+        };
+        std::vector<int64_t> offsets;
+        int64_t i[6];
+        for (i[5] = 0; i[5] < extent[5]; i[5]++)
+            for (i[4] = 0; i[4] < extent[4]; i[4]++)
+                for (i[3] = 0; i[3] < extent[3]; i[3]++)
+                    for (i[2] = 0; i[2] < extent[2]; i[2]++)
+                        for (i[1] = 0; i[1] < extent[1]; i[1]++)
+                            for (i[0] = 0; i[0] < extent[0]; i[0]++) offsets.push_back(offset(i));
+        for (int64_t o : offsets) store(t, &narrow_data[o], random_values(1, rng)[0]);
+        std::vector<float> wide(offsets.size(), 0.0f);
+        nv.data = narrow_data.data();
+        const CanonicalView wv = [&] {
+            CanonicalView v = like_compact(nv, wide.data());
+            v.dtype = DType::kFloat32;
+            return v;
+        }();
+        widen(nv, wv);
+        CanonicalView ov = nv;
+        ov.data = out.data();
+        narrow(wv, ov);
+        int wrong = 0;
+        for (size_t k = 0; k < offsets.size() && wrong < 10; k++) {
+            // The compact twin in channels-last order: element k of the C-order walk above
+            // (n outermost, c innermost) sits at its own offset there.
+            int64_t rest = int64_t(k), idx[6];
+            for (int d = 0; d < 6; d++) idx[d] = rest % extent[d], rest /= extent[d];
+            int64_t w = 0;
+            for (int d = 0; d < 6; d++) w += idx[d] * wv.stride[d];
+            const bool ok = double(wide[w]) == load(t, &narrow_data[offsets[k]]) && out[offsets[k]] == narrow_data[offsets[k]];
+            if (!ok) wrong++;
+            EXPECT_TRUE(ok) << dtype_name(t) << " element " << k;
+            out[offsets[k]] = 0x1234;
+        }
+        int64_t gaps_written = 0;
+        for (uint16_t b : out) gaps_written += b != 0x1234;
+        EXPECT_EQ(gaps_written, 0) << dtype_name(t);
+    }
+}
+
+// A 16-bit problem the float32 kernels would run with Winograd (3x3, unit strides, 32 -> 64
+// channels) takes a direct float32 kernel: Winograd's transforms round differently from a
+// direct sum, past the 16-bit precision bound near cancellations. And it meets that bound.
+TEST(Widening, SixteenBitProblemsTakeDirectFloat32Kernels) {
+    NdConv c;
+    c.rank = 2, c.batch = 2, c.groups = 1, c.cin = 32, c.cout = 64;
+    c.in = {12, 12}, c.out = {12, 12}, c.kernel = {3, 3}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {1, 1};
+    for (bool nxc : {true, false}) {
+        ASSERT_NE(routed_kernel(to_problem(c, DType::kFloat32, nxc, nxc), Direction::kBackwardData).find("_wg"),
+                  std::string::npos) << "no longer a Winograd problem in float32: pick one that is";
+        for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+            const ConvProblem p = to_problem(c, t, nxc, nxc);
+            SCOPED_TRACE(std::string(dtype_name(t)) + (nxc ? " NHWC" : " NCHW"));
+            for (Direction d : {Direction::kBackwardData, Direction::kBackwardWeights}) {
+                const std::string k = routed_kernel(p, d);
+                EXPECT_NE(k.find("_f32_"), std::string::npos) << k;
+                EXPECT_EQ(k.find("_wg"), std::string::npos) << k;
+            }
+            Rng rng(73);
+            const auto w = random_inputs(t, num_elements(c.w_shape()), rng, 100);
+            const auto dy = random_inputs(t, num_elements(c.dy_shape()), rng, 100);
+            const auto to_act = [&](const std::vector<double> &v, const Shape &s) {
+                return nxc ? permute(v, s, ncx_to_nxc(c.rank)) : v;
+            };
+            const auto to_filter = [&](const std::vector<double> &v) {
+                return nxc ? permute(v, c.w_shape(), oix_to_xio(c.rank)) : v;
+            };
+            const RunResult r = run_problem(p, Direction::kBackwardData, to_act(dy, c.dy_shape()), to_filter(w), true);
+            ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+            const auto dx = nxc ? permute(r.result, permute_shape(c.x_shape(), ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank)))
+                                : r.result;
+            EXPECT_LE(check_contract(t, dx, nd_backprop_data(c, w, dy), nd_backprop_data(c, absolute(w), absolute(dy)),
+                                     c.cout * 9),
+                      1.0);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace convgrad::test
