@@ -60,6 +60,11 @@ Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvPro
             for (size_t i = 7; i < buf.size(); i += 8) buf[i] = 0x3f, buf[i - 1] = 0xe0 | (buf[i - 1] & 0x0f);
         } else if (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16) {
             for (size_t i = 1; i < buf.size(); i += 2) buf[i] = p.dtype == DType::kFloat16 ? 0x38 : 0x3f;
+        } else if (p.dtype == DType::kInt32) {
+            // -128..127 (8-bit quantised data's range), so the sums stay within float64's
+            // exact integers and the call takes the float64 kernels, as int32 data of that
+            // size does (execute.cpp: run_widened); random bytes would sit near 2^31.
+            for (size_t i = 0; i + 3 < buf.size(); i += 4) buf[i + 1] = buf[i + 2] = buf[i + 3] = buf[i] & 0x80 ? 0xff : 0;
         }
         t = Tensor{buf.data(), p.dtype, s, {}};
     };

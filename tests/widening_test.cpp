@@ -1,9 +1,12 @@
 // 16-bit problems on the CPU run on the float32 kernels (runtime/src/widening.h, execute.cpp):
 // the copies into float32 exact, the results rounded to nearest even as the compiler's own
 // half type and a plain bfloat16 rounding do, over views of any strides, and the calls routed
-// to float32 kernels with direct sums (no Winograd).
+// to float32 kernels with direct sums (no Winograd). int32 problems run on the float64 ones
+// while their sums are exact there, wrapped back to 32 bits, and on int32's generic kernel
+// past that.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -207,6 +210,119 @@ TEST(Widening, SixteenBitProblemsTakeDirectFloat32Kernels) {
             EXPECT_LE(check_contract(t, dx, nd_backprop_data(c, w, dy), nd_backprop_data(c, absolute(w), absolute(dy)),
                                      c.cout * 9),
                       1.0);
+        }
+    }
+}
+
+// int32 into float64 and back: every value exact, the largest magnitude found wherever it
+// lies among many tasks (INT32_MIN's 2^31 too), and float64 integers past 32 bits wrapped as
+// int32 arithmetic wraps, into a strided view whose gaps stay untouched.
+TEST(Widening, Int32WidensExactlyAndWrapsBack) {
+    const int64_t n = 100003;  // ~6 tasks
+    Rng rng(74);
+    std::vector<int32_t> v(n);
+    for (int32_t &x : v) x = static_cast<int32_t>(pick(rng, -999999, 999999));
+    v[54321] = -1000000;
+    std::vector<double> wide(n, 0.5);
+    EXPECT_EQ(widen(row_view(v.data(), DType::kInt32, n), row_view(wide.data(), DType::kFloat64, n)), 1000000u);
+    for (int64_t i = 0; i < n; i++) ASSERT_EQ(wide[i], double(v[i])) << "element " << i;
+    for (int32_t extreme : {INT32_MAX, -INT32_MAX, INT32_MIN}) {
+        v[77777] = extreme;
+        const uint32_t want = extreme == INT32_MIN ? 2147483648u : 2147483647u;
+        EXPECT_EQ(largest_magnitude(row_view(v.data(), DType::kInt32, n)), want) << extreme;
+        EXPECT_EQ(widen(row_view(v.data(), DType::kInt32, n), row_view(wide.data(), DType::kFloat64, n)), want);
+        EXPECT_EQ(wide[77777], double(extreme));
+    }
+    const double two52 = std::ldexp(1.0, 52);
+    const std::vector<double> sums = {0, -7, 2147483647.0, 2147483648.0, -2147483649.0, 4294967301.0,
+                                      -two52, two52 + 12345, 2 * two52, -3.0 * 1099511627776.0 - 1};
+    for (int64_t stride : {1, 2}) {
+        std::vector<int32_t> back(2 * sums.size(), 0x5eed);
+        narrow(row_view(const_cast<double *>(sums.data()), DType::kFloat64, int64_t(sums.size())),
+               row_view(back.data(), DType::kInt32, int64_t(sums.size()), stride));
+        for (size_t i = 0; i < sums.size(); i++) {
+            const int32_t want = static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(sums[i])));
+            EXPECT_EQ(back[stride * i], want) << sums[i] << ", stride " << stride;
+            if (stride == 2) EXPECT_EQ(back[2 * i + 1], 0x5eed) << "gap " << i;
+        }
+    }
+}
+
+// int32 problems run on the float64 kernels while every sum is exact there, and on int32's
+// generic kernel from the first value past that: the data gradient's 8 products per element
+// (8 dy channels, a 1x1 filter) of magnitudes up to 2^25 * 2^25 reach 2^53 exactly, and the
+// filter gradient's 32 (2 images of 4x4) of 2^24 * 2^24. Both routes give int32 arithmetic's
+// wrapped sums, checked against a plain one in 64-bit wrapping integers.
+TEST(Widening, Int32ProblemsTakeFloat64KernelsWhileExact) {
+    NdConv c;
+    c.rank = 2, c.batch = 2, c.groups = 1, c.cin = 3, c.cout = 8;
+    c.in = {4, 4}, c.out = {4, 4}, c.kernel = {1, 1}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {0, 0};
+    const int64_t pixels = 16;
+    // Values up to `largest` in magnitude, `largest` itself among them (at `at`).
+    Rng rng(75);
+    const auto values = [&](int64_t count, int64_t largest, int64_t at) {
+        std::vector<double> v(count);
+        for (double &x : v) x = double(pick(rng, -largest, largest));
+        v[at] = double(largest);
+        return v;
+    };
+    // Plain sums of a 1x1 convolution's gradients in uint64 arithmetic (int32's wrap, mod 2^32).
+    const auto wrapped = [](uint64_t sum) { return double(static_cast<int32_t>(static_cast<uint32_t>(sum))); };
+    const auto data_ref = [&](const std::vector<double> &dy, const std::vector<double> &w) {  // dx [N, Cin, 16]
+        std::vector<double> dx(c.batch * c.cin * pixels);
+        for (int64_t n = 0; n < c.batch; n++)
+            for (int64_t ci = 0; ci < c.cin; ci++)
+                for (int64_t p = 0; p < pixels; p++) {
+                    uint64_t sum = 0;
+                    for (int64_t co = 0; co < c.cout; co++) {
+                        sum += uint64_t(int64_t(dy[(n * c.cout + co) * pixels + p]) * int64_t(w[co * c.cin + ci]));
+                    }
+                    dx[(n * c.cin + ci) * pixels + p] = wrapped(sum);
+                }
+        return dx;
+    };
+    const auto filter_ref = [&](const std::vector<double> &x, const std::vector<double> &dy) {  // dw [Cout, Cin]
+        std::vector<double> dw(c.cout * c.cin);
+        for (int64_t co = 0; co < c.cout; co++)
+            for (int64_t ci = 0; ci < c.cin; ci++) {
+                uint64_t sum = 0;
+                for (int64_t n = 0; n < c.batch; n++)
+                    for (int64_t p = 0; p < pixels; p++) {
+                        sum += uint64_t(int64_t(x[(n * c.cin + ci) * pixels + p]) * int64_t(dy[(n * c.cout + co) * pixels + p]));
+                    }
+                dw[co * c.cin + ci] = wrapped(sum);
+            }
+        return dw;
+    };
+    for (bool nxc : {true, false}) {
+        const ConvProblem p = to_problem(c, DType::kInt32, nxc, nxc);
+        const auto to_act = [&](const std::vector<double> &v, const Shape &s) {
+            return nxc ? permute(v, s, ncx_to_nxc(c.rank)) : v;
+        };
+        const auto from_act = [&](const std::vector<double> &v, const Shape &s) {
+            return nxc ? permute(v, permute_shape(s, ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank))) : v;
+        };
+        const auto to_filter = [&](const std::vector<double> &v) {
+            return nxc ? permute(v, c.w_shape(), oix_to_xio(c.rank)) : v;
+        };
+        const auto from_filter = [&](const std::vector<double> &v) {
+            return nxc ? permute(v, permute_shape(c.w_shape(), oix_to_xio(c.rank)), inverse(oix_to_xio(c.rank))) : v;
+        };
+        for (int64_t past : {0, 1}) {
+            SCOPED_TRACE(std::string(nxc ? "NHWC" : "NCHW") + (past ? ", past 2^53" : ", at 2^53"));
+            const std::string route = past ? "_i32_any" : "_f64_";
+            const auto dy = values(num_elements(c.dy_shape()), int64_t(1) << 25, 37);
+            const auto w = values(num_elements(c.w_shape()), (int64_t(1) << 25) + past, 5);
+            RunResult r = run_problem(p, Direction::kBackwardData, to_act(dy, c.dy_shape()), to_filter(w), true);
+            ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+            EXPECT_NE(r.kernel.find(route), std::string::npos) << r.kernel;
+            EXPECT_EQ(from_act(r.result, c.x_shape()), data_ref(dy, w));
+            const auto x = values(num_elements(c.x_shape()), (int64_t(1) << 24) + past, 11);
+            const auto dy2 = values(num_elements(c.dy_shape()), int64_t(1) << 24, 50);
+            r = run_problem(p, Direction::kBackwardWeights, to_act(x, c.x_shape()), to_act(dy2, c.dy_shape()), true);
+            ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+            EXPECT_NE(r.kernel.find(route), std::string::npos) << r.kernel;
+            EXPECT_EQ(from_filter(r.result), filter_ref(x, dy2));
         }
     }
 }

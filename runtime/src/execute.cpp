@@ -1,6 +1,7 @@
 // The public entry points: check options and tensors, handle empty reductions, dispatch.
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "convgrad/convgrad.h"
 #include "dilation_phases.h"
@@ -287,31 +288,72 @@ Result<PreparedCall> prepare(Direction d, const ConvProblem &p, const Tensor &a,
     return c;
 }
 
-// 16-bit floats on the CPU. This build's CPU kernels are float32, float64 and int32 ones
-// (generators/CMakeLists.txt): a float16 or bfloat16 problem runs on the float32 kernels over
-// float32 copies of its inputs, and its float32 result is rounded to the 16-bit type to
-// nearest even (widening.h), with direct sums only (Placement). The 16-bit kernels had done
-// the same inside (their tiles computed in float32 over converted copies) on a few of the
-// float32 variants, for ~20 % of the kernels' build time. A library built with 16-bit CPU
-// kernels of its own (`convgrad aot --dtypes f16`) runs those.
-bool runs_widened(Direction d, const PreparedCall &c) {
-    const DType t = c.problem.dtype;
-    return c.where.device == Device::kCpu && (t == DType::kFloat16 || t == DType::kBFloat16) &&
-           !has_kernels(d, t, Device::kCpu);
+// CPU problems no kernel of their own dtype takes but the generic `any` (generators/
+// CMakeLists.txt builds no 16-bit CPU kernels, and int32's generic ones alone) run on a
+// wider dtype's kernels, over copies of their inputs (widening.h), with direct sums only
+// (Placement):
+// - float16 and bfloat16 on float32's, the result rounded back to nearest even. Their own
+//   kernels had done the same inside (their tiles computed in float32 over converted
+//   copies) on a few of float32's variants, for ~20 % of the kernels' build time.
+// - int32 on float64's, where every sum is exact there: each product and partial sum an
+//   integer of at most 2^53 in magnitude (sums_exact_in_float64), so the wrapped result is
+//   int32 arithmetic's, bit for bit. int32's own kernels cost ~14 % of the x86 build time;
+//   float64's run int32's dense layers as fast or faster, its depthwise ones slower with the
+//   copies (bench/RESULTS.md, sixty-sixth session). Larger values take int32's generic kernel.
+// A library built with kernels of its own for these dtypes (`convgrad aot --dtypes f16`) runs
+// those on the problems they take.
+DType wider_dtype(DType t) {
+    switch (t) {
+    case DType::kFloat16:
+    case DType::kBFloat16: return DType::kFloat32;
+    case DType::kInt32: return DType::kFloat64;
+    default: return t;
+    }
 }
 
-// The float32 call a widened one runs: its problem in float32, each view a compact float32
+// Whether a kernel of the call's own dtype other than the generic `any` takes it: the
+// registry's choice for its first dilation phase, as select_kernel reports.
+bool own_kernel_takes(Direction d, const PreparedCall &c) {
+    const PhaseCall first = calls_for(d, c.problem, c.views, c.where)[0];
+    auto k = find_kernel(d, first.problem, first.views, c.where);
+    return k.is_ok() && std::string_view(k.value->layout) != "any";
+}
+
+bool runs_on_wider_kernels(Direction d, const PreparedCall &c) {
+    const DType t = c.problem.dtype, wide = wider_dtype(t);
+    return c.where.device == Device::kCpu && wide != t && has_kernels(d, wide, Device::kCpu) && !own_kernel_takes(d, c);
+}
+
+// Whether an int32 call's float64 sums are all exact: at most `terms` products per element
+// of the result, each at most |a| * |b| (the inputs' largest magnitudes), every partial sum
+// then an integer within 2^53.
+bool sums_exact_in_float64(Direction d, const ConvProblem &p, uint32_t largest_a, uint32_t largest_b) {
+    const SpatialDims &sum_over = d == Direction::kBackwardData ? p.kernel_size : p.output_size;
+    unsigned __int128 terms = d == Direction::kBackwardData ? p.out_channels / p.groups : p.batch;
+    for (int i = 0; i < p.spatial_rank; i++) terms *= static_cast<uint64_t>(sum_over[i]);
+    return terms * largest_a * largest_b <= (static_cast<unsigned __int128>(1) << 53);
+}
+
+bool runs_widened(Direction d, const PreparedCall &c) {
+    if (!runs_on_wider_kernels(d, c)) return false;
+    if (c.problem.dtype != DType::kInt32) return true;
+    return sums_exact_in_float64(d, c.problem, largest_magnitude(c.views.a), largest_magnitude(c.views.b));
+}
+
+// The wider call a widened one runs: its problem in the wider dtype, each view a compact
 // copy's in the view's own order (like_compact; data unset), direct sums only.
 PreparedCall widened(PreparedCall c) {
-    c.problem.dtype = DType::kFloat32;
+    c.problem.dtype = wider_dtype(c.problem.dtype);
     for (CanonicalView *v : {&c.views.a, &c.views.b, &c.views.result}) {
         *v = like_compact(*v, nullptr);
-        v->dtype = DType::kFloat32;
+        v->dtype = c.problem.dtype;
     }
     c.where.direct_sums_only = true;
     return c;
 }
 
+// A call runs_on_wider_kernels takes; an int32 one whose sums would not be exact in float64
+// (seen as its inputs are copied) on int32's own kernels instead.
 Status run_widened(Direction d, const PreparedCall &c, Backend backend) {
     const CallViews &v = c.views;
     if (v.a.num_elements() == 0 || v.b.num_elements() == 0 || v.result.num_elements() == 0) {
@@ -321,12 +363,14 @@ Status run_widened(Direction d, const PreparedCall &c, Backend backend) {
     KernelBlock storage[3];
     CanonicalView *copies[3] = {&w.views.a, &w.views.b, &w.views.result};
     for (int i = 0; i < 3; i++) {
-        storage[i] = kernel_block(copies[i]->num_elements() * sizeof(float));
-        if (storage[i] == nullptr) return Status::internal("out of memory for a 16-bit call's float32 copies");
+        storage[i] = kernel_block(copies[i]->num_elements() * dtype_size(w.problem.dtype));
+        if (storage[i] == nullptr) return Status::internal("out of memory for a widened call's copies");
         copies[i]->data = storage[i].get();
     }
-    widen(v.a, w.views.a);
-    widen(v.b, w.views.b);
+    const uint32_t largest_a = widen(v.a, w.views.a), largest_b = widen(v.b, w.views.b);
+    if (c.problem.dtype == DType::kInt32 && !sums_exact_in_float64(d, c.problem, largest_a, largest_b)) {
+        return run(d, c.problem, v, c.where, backend);
+    }
     if (Status s = run(d, w.problem, w.views, w.where, backend); !s) return s;
     narrow(w.views.result, v.result);
     return Status::ok();
@@ -336,7 +380,7 @@ Status prepare_and_run(Direction d, const ConvProblem &p, const Tensor &a, const
                        const RunOptions &options) {
     auto c = prepare(d, p, a, b, result, options);
     if (!c.is_ok()) return c.status;
-    if (runs_widened(d, c.value)) return run_widened(d, c.value, options.backend);
+    if (runs_on_wider_kernels(d, c.value)) return run_widened(d, c.value, options.backend);
     return run(d, c.value.problem, c.value.views, c.value.where, options.backend);
 }
 
@@ -356,8 +400,9 @@ Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tenso
                                   const Tensor &result, const RunOptions &options) {
     auto prepared = prepare(d, p, a, b, result, options);
     if (!prepared.is_ok()) return prepared.status;
-    // (A 16-bit one on the CPU: the float32 kernel it runs on. A dilated gradient run as
-    // phases: their first one's kernel.)
+    // (A 16-bit one on the CPU: the float32 kernel it runs on; an int32 one, the float64
+    // kernel where its sums are exact there. A dilated gradient run as phases: their first
+    // one's kernel.)
     const PreparedCall c = runs_widened(d, prepared.value) ? widened(prepared.value) : prepared.value;
     const PhaseCall first = calls_for(d, c.problem, c.views, c.where)[0];
     auto k = find_kernel(d, first.problem, first.views, c.where);

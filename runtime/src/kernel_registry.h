@@ -287,7 +287,7 @@ constexpr double kWinogradMaxPhaseOvercompute = 1.5;
 // it takes direct sums only (no Winograd): a 16-bit problem run on the float32 kernels
 // (execute.cpp: run_widened), whose precision bound, a 16-bit rounding of float32 direct
 // sums, Winograd's transforms (rounding differently, as float64 leaves them out) can exceed
-// near cancellations.
+// near cancellations; an int32 one on the float64 kernels, whose sums must stay exact.
 struct Placement {
     Device device = Device::kCpu;
     int cuda_capability = 0;  // major * 10 + minor
