@@ -44,9 +44,7 @@ Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvPro
     g->p_ = p, g->d_ = d;
     g->options_.device = device;
     g->options_.backend = backend;
-    const bool data = d == Direction::kBackwardData;
-    const Shape sa = data ? output_shape(p) : input_shape(p), sb = data ? filter_shape(p) : output_shape(p),
-                so = data ? input_shape(p) : filter_shape(p);
+    const OperandShapes shapes = operand_shapes(d, p);
     const int size = dtype_size(p.dtype);
     std::mt19937 rng(1);
     std::uniform_int_distribution<int> byte(0, 255);
@@ -68,9 +66,9 @@ Result<std::shared_ptr<ConvgradGradient>> ConvgradGradient::create(const ConvPro
         }
         t = Tensor{buf.data(), p.dtype, s, {}};
     };
-    alloc(g->a_, sa, g->ta_);
-    alloc(g->b_, sb, g->tb_);
-    alloc(g->out_, so, g->tout_);
+    alloc(g->a_, shapes.a, g->ta_);
+    alloc(g->b_, shapes.b, g->tb_);
+    alloc(g->out_, shapes.result, g->tout_);
     if (device == Device::kCuda || device == Device::kOpenCL) {
         std::pair<TensorBytes *, Tensor *> host[3] = {{&g->a_, &g->ta_}, {&g->b_, &g->tb_},
                                                                      {&g->out_, &g->tout_}};

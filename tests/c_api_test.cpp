@@ -79,11 +79,11 @@ TEST(CApi, MatchesCppApiBitForBit) {
                      shape_string(filter_shape(p)));
         for (bool data : {true, false}) {
             const bool gapped = i % 2 == 1;
-            HostTensor a(data ? output_shape(p) : input_shape(p), gapped), b(data ? filter_shape(p) : output_shape(p), gapped);
+            const OperandShapes shapes = operand_shapes(data ? Direction::kBackwardData : Direction::kBackwardWeights, p);
+            HostTensor a(shapes.a, gapped), b(shapes.b, gapped);
             a.fill(random_values(a.tensor.num_elements(), rng));
             b.fill(random_values(b.tensor.num_elements(), rng));
-            const Shape result_shape = data ? input_shape(p) : filter_shape(p);
-            HostTensor via_cpp(result_shape, gapped), via_c(result_shape, gapped);
+            HostTensor via_cpp(shapes.result, gapped), via_c(shapes.result, gapped);
             via_cpp.poison();
             via_c.poison();
             const Status s = data ? backward_data(p, a.tensor, b.tensor, via_cpp.tensor)

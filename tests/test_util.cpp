@@ -232,10 +232,8 @@ Result<ConvProblem> tf_problem(const TfConv2D &c, bool backprop_input, DType dty
 }
 
 std::string routed_kernel(const ConvProblem &p, Direction d) {
-    const bool data = d == Direction::kBackwardData;
-    HostTensor a(data ? output_shape(p) : input_shape(p), false, p.dtype);
-    HostTensor b(data ? filter_shape(p) : output_shape(p), false, p.dtype);
-    HostTensor out(data ? input_shape(p) : filter_shape(p), false, p.dtype);
+    const OperandShapes s = operand_shapes(d, p);
+    HostTensor a(s.a, false, p.dtype), b(s.b, false, p.dtype), out(s.result, false, p.dtype);
     Result<std::string> k = select_kernel(d, p, a.tensor, b.tensor, out.tensor);
     EXPECT_TRUE(k.is_ok()) << k.status.message();
     return k.is_ok() ? k.value : "";
@@ -266,10 +264,9 @@ Status call(const ConvProblem &p, Direction d, const Tensor &a, const Tensor &b,
 
 RunResult run_problem(const ConvProblem &p, Direction d, const std::vector<double> &first,
                       const std::vector<double> &second, bool gapped, const TestDevice &on) {
-    const bool data = d == Direction::kBackwardData;
-    HostTensor a(data ? output_shape(p) : input_shape(p), gapped, p.dtype, on.offset);
-    HostTensor b(data ? filter_shape(p) : output_shape(p), gapped, p.dtype, on.offset);
-    HostTensor out(data ? input_shape(p) : filter_shape(p), gapped, p.dtype, on.offset);
+    const OperandShapes s = operand_shapes(d, p);
+    HostTensor a(s.a, gapped, p.dtype, on.offset), b(s.b, gapped, p.dtype, on.offset);
+    HostTensor out(s.result, gapped, p.dtype, on.offset);
     a.fill(first);
     b.fill(second);
     out.poison();

@@ -396,6 +396,11 @@ Status backward_weights(const ConvProblem &p, const Tensor &x, const Tensor &dy,
     return prepare_and_run(Direction::kBackwardWeights, p, x, dy, dw, options);
 }
 
+OperandShapes operand_shapes(Direction d, const ConvProblem &p) {
+    if (d == Direction::kBackwardData) return {output_shape(p), filter_shape(p), input_shape(p)};
+    return {input_shape(p), output_shape(p), filter_shape(p)};
+}
+
 Result<std::string> select_kernel(Direction d, const ConvProblem &p, const Tensor &a, const Tensor &b,
                                   const Tensor &result, const RunOptions &options) {
     auto prepared = prepare(d, p, a, b, result, options);

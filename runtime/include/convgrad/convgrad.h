@@ -40,6 +40,13 @@ enum class Direction { kBackwardData, kBackwardWeights };
 Result<std::string> select_kernel(Direction direction, const ConvProblem &p, const Tensor &a,
                                   const Tensor &b, const Tensor &result, const RunOptions &options = {});
 
+// The shapes of a direction's tensors in the problem's layouts, as select_kernel takes them:
+// (dy, w, dx) for the data gradient, (x, dy, dw) for the filter gradient.
+struct OperandShapes {
+    Shape a, b, result;
+};
+OperandShapes operand_shapes(Direction direction, const ConvProblem &p);
+
 // Threads the CPU kernels use, the caller's included (runtime/src/thread_pool.h); 0: the
 // default, HL_NUM_THREADS, else the CPUs the process may run on. Idle workers spin
 // CONVGRAD_SPIN_US microseconds (default 1000) before they sleep.
