@@ -111,32 +111,23 @@ void check_dtype(DType t, ProblemMix mix, uint64_t seed, int cases, const TestDe
         const auto x = random_inputs(t, num_elements(c.x_shape()), rng, range);
         const auto w = random_inputs(t, num_elements(c.w_shape()), rng, range);
         const auto dy = random_inputs(t, num_elements(c.dy_shape()), rng, range);
-        const auto to_act = [&](const std::vector<double> &v, const Shape &s) {
-            return nxc ? permute(v, s, ncx_to_nxc(c.rank)) : v;
-        };
-        const auto from_act = [&](const std::vector<double> &v, const Shape &s) {
-            return nxc ? permute(v, permute_shape(s, ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank))) : v;
-        };
-        const auto to_filter = [&](const std::vector<double> &v) {
-            return xio ? permute(v, c.w_shape(), oix_to_xio(c.rank)) : v;
-        };
-        const auto from_filter = [&](const std::vector<double> &v) {
-            return xio ? permute(v, permute_shape(c.w_shape(), oix_to_xio(c.rank)), inverse(oix_to_xio(c.rank))) : v;
-        };
+        const Layouts layouts{c, nxc, xio};
         int64_t taps = 1, positions = c.batch;
         for (int a = 0; a < c.rank; a++) taps *= c.kernel[a], positions *= c.out[a];
 
         if (!long_reduction || i % 2 == 0) {
-            const RunResult r = run_problem(p, Direction::kBackwardData, to_act(dy, c.dy_shape()), to_filter(w), gapped, on);
+            const RunResult r = run_problem(
+                p, Direction::kBackwardData, layouts.to_act(dy, c.dy_shape()), layouts.to_filter(w), gapped, on);
             ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-            worst = std::max(worst, check_contract(t, from_act(r.result, c.x_shape()), nd_backprop_data(c, w, dy),
+            const auto dx = layouts.from_act(r.result, c.x_shape());
+            worst = std::max(worst, check_contract(t, dx, nd_backprop_data(c, w, dy),
                                                    nd_backprop_data(c, absolute(w), absolute(dy)),
                                                    (c.cout / c.groups) * taps));
         }
-        const RunResult r = run_problem(p, Direction::kBackwardWeights, to_act(x, c.x_shape()),
-                                        to_act(dy, c.dy_shape()), gapped, on);
+        const RunResult r = run_problem(p, Direction::kBackwardWeights, layouts.to_act(x, c.x_shape()),
+                                        layouts.to_act(dy, c.dy_shape()), gapped, on);
         ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-        worst = std::max(worst, check_contract(t, from_filter(r.result), nd_backprop_filter(c, x, dy),
+        worst = std::max(worst, check_contract(t, layouts.from_filter(r.result), nd_backprop_filter(c, x, dy),
                                                nd_backprop_filter(c, absolute(x), absolute(dy)), positions));
     }
     // The bound must also be meaningful: errors of 16-bit results reach a visible part of it.

@@ -262,35 +262,24 @@ TEST(DtypeContract, EveryOpInEveryDtype) {
             ASSERT_EQ(p.value.dtype, t);
             const NdConv c = from_problem(p.value);
             const bool nxc = p.value.activation_layout == ActivationLayout::kNXC;
-            const Shape oix = c.w_shape();
             // Filters in the op's layout: OIX as is, XIO and XGM (same bytes as XIO) permuted.
-            auto to_filter = [&](const std::vector<double> &v) {
-                return p.value.filter_layout == FilterLayout::kOIX ? v : permute(v, oix, oix_to_xio(c.rank));
-            };
-            auto from_filter = [&](const std::vector<double> &v) {
-                return p.value.filter_layout == FilterLayout::kOIX
-                           ? v : permute(v, permute_shape(oix, oix_to_xio(c.rank)), inverse(oix_to_xio(c.rank)));
-            };
-            auto to_act = [&](const std::vector<double> &v, const Shape &s) {
-                return nxc ? permute(v, s, ncx_to_nxc(c.rank)) : v;
-            };
-            auto from_act = [&](const std::vector<double> &v, const Shape &s) {
-                return nxc ? permute(v, permute_shape(s, ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank))) : v;
-            };
+            const Layouts layouts{c, nxc, p.value.filter_layout != FilterLayout::kOIX};
             const auto x = random_inputs(t, num_elements(c.x_shape()), rng, 100);
             const auto w = random_inputs(t, num_elements(c.w_shape()), rng, 100);
             const auto dy = random_inputs(t, num_elements(c.dy_shape()), rng, 100);
             int64_t taps = 1, positions = c.batch;
             for (int a = 0; a < c.rank; a++) taps *= c.kernel[a], positions *= c.out[a];
             if (op.direction == Direction::kBackwardData) {
-                const RunResult r = run_problem(p.value, op.direction, to_act(dy, c.dy_shape()), to_filter(w), false);
+                const RunResult r = run_problem(
+                    p.value, op.direction, layouts.to_act(dy, c.dy_shape()), layouts.to_filter(w), false);
                 ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-                check_contract(t, from_act(r.result, c.x_shape()), nd_backprop_data(c, w, dy),
+                check_contract(t, layouts.from_act(r.result, c.x_shape()), nd_backprop_data(c, w, dy),
                                nd_backprop_data(c, absolute(w), absolute(dy)), (c.cout / c.groups) * taps);
             } else {
-                const RunResult r = run_problem(p.value, op.direction, to_act(x, c.x_shape()), to_act(dy, c.dy_shape()), false);
+                const RunResult r = run_problem(
+                    p.value, op.direction, layouts.to_act(x, c.x_shape()), layouts.to_act(dy, c.dy_shape()), false);
                 ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-                check_contract(t, from_filter(r.result), nd_backprop_filter(c, x, dy),
+                check_contract(t, layouts.from_filter(r.result), nd_backprop_filter(c, x, dy),
                                nd_backprop_filter(c, absolute(x), absolute(dy)), positions);
             }
         }

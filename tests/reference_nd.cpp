@@ -131,4 +131,20 @@ std::vector<int> oix_to_xio(int r) {
     return p;
 }
 
+std::vector<double> Layouts::to_act(const std::vector<double> &v, const std::vector<int64_t> &ncx_shape) const {
+    return nxc ? permute(v, ncx_shape, ncx_to_nxc(c.rank)) : v;
+}
+
+std::vector<double> Layouts::from_act(const std::vector<double> &v, const std::vector<int64_t> &ncx_shape) const {
+    return nxc ? permute(v, permute_shape(ncx_shape, ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank))) : v;
+}
+
+std::vector<double> Layouts::to_filter(const std::vector<double> &v) const {
+    return xio ? permute(v, c.w_shape(), oix_to_xio(c.rank)) : v;
+}
+
+std::vector<double> Layouts::from_filter(const std::vector<double> &v) const {
+    return xio ? permute(v, permute_shape(c.w_shape(), oix_to_xio(c.rank)), inverse(oix_to_xio(c.rank))) : v;
+}
+
 }  // namespace convgrad::test

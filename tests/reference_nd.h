@@ -32,4 +32,15 @@ std::vector<int> inverse(const std::vector<int> &perm);
 std::vector<int> ncx_to_nxc(int r);  // [N, C, X...] -> [N, X..., C]
 std::vector<int> oix_to_xio(int r);  // [O, I, K...] -> [K..., I, O]
 
+// A problem's tensors between the references' logical order (NCX activations, OIX filters)
+// and the layouts a run takes them in: NXC activations where `nxc`, XIO filters where `xio`.
+struct Layouts {
+    const NdConv &c;
+    bool nxc, xio;
+    std::vector<double> to_act(const std::vector<double> &v, const std::vector<int64_t> &ncx_shape) const;
+    std::vector<double> from_act(const std::vector<double> &v, const std::vector<int64_t> &ncx_shape) const;
+    std::vector<double> to_filter(const std::vector<double> &v) const;
+    std::vector<double> from_filter(const std::vector<double> &v) const;
+};
+
 }  // namespace convgrad::test

@@ -197,16 +197,11 @@ TEST(Widening, SixteenBitProblemsTakeDirectFloat32Kernels) {
             Rng rng(73);
             const auto w = random_inputs(t, num_elements(c.w_shape()), rng, 100);
             const auto dy = random_inputs(t, num_elements(c.dy_shape()), rng, 100);
-            const auto to_act = [&](const std::vector<double> &v, const Shape &s) {
-                return nxc ? permute(v, s, ncx_to_nxc(c.rank)) : v;
-            };
-            const auto to_filter = [&](const std::vector<double> &v) {
-                return nxc ? permute(v, c.w_shape(), oix_to_xio(c.rank)) : v;
-            };
-            const RunResult r = run_problem(p, Direction::kBackwardData, to_act(dy, c.dy_shape()), to_filter(w), true);
+            const Layouts layouts{c, nxc, nxc};
+            const RunResult r =
+                run_problem(p, Direction::kBackwardData, layouts.to_act(dy, c.dy_shape()), layouts.to_filter(w), true);
             ASSERT_TRUE(r.status.is_ok()) << r.status.message();
-            const auto dx = nxc ? permute(r.result, permute_shape(c.x_shape(), ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank)))
-                                : r.result;
+            const auto dx = layouts.from_act(r.result, c.x_shape());
             EXPECT_LE(check_contract(t, dx, nd_backprop_data(c, w, dy), nd_backprop_data(c, absolute(w), absolute(dy)),
                                      c.cout * 9),
                       1.0);
@@ -296,33 +291,24 @@ TEST(Widening, Int32ProblemsTakeFloat64KernelsWhileExact) {
     };
     for (bool nxc : {true, false}) {
         const ConvProblem p = to_problem(c, DType::kInt32, nxc, nxc);
-        const auto to_act = [&](const std::vector<double> &v, const Shape &s) {
-            return nxc ? permute(v, s, ncx_to_nxc(c.rank)) : v;
-        };
-        const auto from_act = [&](const std::vector<double> &v, const Shape &s) {
-            return nxc ? permute(v, permute_shape(s, ncx_to_nxc(c.rank)), inverse(ncx_to_nxc(c.rank))) : v;
-        };
-        const auto to_filter = [&](const std::vector<double> &v) {
-            return nxc ? permute(v, c.w_shape(), oix_to_xio(c.rank)) : v;
-        };
-        const auto from_filter = [&](const std::vector<double> &v) {
-            return nxc ? permute(v, permute_shape(c.w_shape(), oix_to_xio(c.rank)), inverse(oix_to_xio(c.rank))) : v;
-        };
+        const Layouts layouts{c, nxc, nxc};
         for (int64_t past : {0, 1}) {
             SCOPED_TRACE(std::string(nxc ? "NHWC" : "NCHW") + (past ? ", past 2^53" : ", at 2^53"));
             const std::string route = past ? "_i32_any" : "_f64_";
             const auto dy = values(num_elements(c.dy_shape()), int64_t(1) << 25, 37);
             const auto w = values(num_elements(c.w_shape()), (int64_t(1) << 25) + past, 5);
-            RunResult r = run_problem(p, Direction::kBackwardData, to_act(dy, c.dy_shape()), to_filter(w), true);
+            RunResult r = run_problem(
+                p, Direction::kBackwardData, layouts.to_act(dy, c.dy_shape()), layouts.to_filter(w), true);
             ASSERT_TRUE(r.status.is_ok()) << r.status.message();
             EXPECT_NE(r.kernel.find(route), std::string::npos) << r.kernel;
-            EXPECT_EQ(from_act(r.result, c.x_shape()), data_ref(dy, w));
+            EXPECT_EQ(layouts.from_act(r.result, c.x_shape()), data_ref(dy, w));
             const auto x = values(num_elements(c.x_shape()), (int64_t(1) << 24) + past, 11);
             const auto dy2 = values(num_elements(c.dy_shape()), int64_t(1) << 24, 50);
-            r = run_problem(p, Direction::kBackwardWeights, to_act(x, c.x_shape()), to_act(dy2, c.dy_shape()), true);
+            r = run_problem(p, Direction::kBackwardWeights, layouts.to_act(x, c.x_shape()),
+                            layouts.to_act(dy2, c.dy_shape()), true);
             ASSERT_TRUE(r.status.is_ok()) << r.status.message();
             EXPECT_NE(r.kernel.find(route), std::string::npos) << r.kernel;
-            EXPECT_EQ(from_filter(r.result), filter_ref(x, dy2));
+            EXPECT_EQ(layouts.from_filter(r.result), filter_ref(x, dy2));
         }
     }
 }
