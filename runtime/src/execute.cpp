@@ -312,8 +312,10 @@ DType wider_dtype(DType t) {
 }
 
 // Whether a kernel of the call's own dtype other than the generic `any` takes it: the
-// registry's choice for its first dilation phase, as select_kernel reports.
+// registry's choice for its first dilation phase, as select_kernel reports. (A dtype with no
+// CPU kernels at all, as 16-bit floats here, skips the search on every call.)
 bool own_kernel_takes(Direction d, const PreparedCall &c) {
+    if (!has_kernels(d, c.problem.dtype, Device::kCpu)) return false;
     const PhaseCall first = calls_for(d, c.problem, c.views, c.where)[0];
     auto k = find_kernel(d, first.problem, first.views, c.where);
     return k.is_ok() && std::string_view(k.value->layout) != "any";
