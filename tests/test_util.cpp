@@ -17,10 +17,14 @@
 namespace convgrad::test {
 
 std::vector<double> random_values(int64_t count, Rng &rng) {
-    std::uniform_real_distribution<double> mag(0.1, 1.0);
-    std::bernoulli_distribution sign(0.5);
+    // One draw per value: the top bit its sign, the low 53 bits its magnitude in [0.1, 1).
+    // (std's distributions took two draws and were a tenth of the tests' time.)
     std::vector<double> v(count);
-    for (auto &x : v) x = sign(rng) ? mag(rng) : -mag(rng);
+    for (auto &x : v) {
+        const uint64_t bits = rng();
+        const double magnitude = 0.1 + 0.9 * 0x1p-53 * static_cast<double>(bits & ((uint64_t{1} << 53) - 1));
+        x = std::copysign(magnitude, static_cast<double>(static_cast<int64_t>(bits)));  // no branch to mispredict
+    }
     return v;
 }
 
@@ -132,12 +136,13 @@ template<typename F>
 void for_each_element(const Tensor &t, F f) {
     const int64_t n = t.num_elements();
     std::vector<int64_t> idx(t.shape.size(), 0);
+    int64_t off = 0;  // sum of idx[d] * strides[d], kept as idx advances
     for (int64_t i = 0; i < n; i++) {
-        int64_t off = 0;
-        for (size_t d = 0; d < idx.size(); d++) off += idx[d] * t.strides[d];
         f(i, off);
         for (size_t d = idx.size(); d-- > 0;) {
+            off += t.strides[d];
             if (++idx[d] < t.shape[d]) break;
+            off -= t.shape[d] * t.strides[d];
             idx[d] = 0;
         }
     }
