@@ -156,25 +156,16 @@ void expect_nhwc_depthwise_filters(const NdConv &c, DType dtype, const std::stri
 TEST(DtypeContract, OixPointwiseSlabsFloat32) { expect_oix_pointwise_slabs(DType::kFloat32, "f32_ncx_cs", 1e-5); }
 TEST(DtypeContract, OixPointwiseSlabsFloat64) { expect_oix_pointwise_slabs(DType::kFloat64, "f64_ncx_cs", 1e-12); }
 
-// The staged-dy depthwise filter gradient (nxg_sd: NHWC dy of at least 8 MB, pixels wider
-// than two lines, 3x3; kernel_registry.h) in float64: 24 groups on 8x8 planes (more than a
-// third of them in the frame, so not nxg_xp; 192 bytes of groups, so not nxg_gt), dy 8.6 MB.
-TEST(DtypeContract, StagedDyFiltersFloat64) {
-    NdConv c;
-    c.rank = 2, c.batch = 700, c.groups = 24, c.cin = 24, c.cout = 24;
-    c.in = {8, 8}, c.out = {8, 8}, c.kernel = {3, 3}, c.stride = {1, 1}, c.dilation = {1, 1}, c.pad_begin = {1, 1};
-    expect_nhwc_depthwise_filters(c, DType::kFloat64, "bwd_weights_f64_nxg_sd", 37);
-}
-
 // The depthwise plain-x filter gradient (nxg_xp, kernel_registry.h) in 3-D (NDHWC, a 3x3x1
-// filter: frames of planes and rows, the planes' in rows inside x), float32 and float64.
+// filter: frames of planes and rows, the planes' in rows inside x), float32; float64, which
+// has no plain-x variant, on nxg.
 TEST(DtypeContract, DepthwisePlainX3d) {
     NdConv c;
     c.rank = 3, c.batch = 2, c.groups = 32, c.cin = 32, c.cout = 32;
     c.in = {12, 14, 16}, c.out = {12, 14, 16}, c.kernel = {3, 3, 1}, c.stride = {1, 1, 1}, c.dilation = {1, 1, 1};
     c.pad_begin = {1, 1, 0};
     expect_nhwc_depthwise_filters(c, DType::kFloat32, "bwd_weights_f32_nxg_xp", 38);
-    expect_nhwc_depthwise_filters(c, DType::kFloat64, "bwd_weights_f64_nxg_xp", 39);
+    expect_nhwc_depthwise_filters(c, DType::kFloat64, "bwd_weights_f64_nxg", 39);
 }
 
 // int32 wraps on overflow exactly like TF: large products summed past 2^31.

@@ -1130,7 +1130,8 @@ TEST(TfEdge, PlainXSkipsThePadding) {
 // the frame's products summed again and subtracted (generators/bwd_weights_generator.cpp):
 // 32 groups (a two-vector tile), stride 2 on odd sizes, explicit pads of 2 and 0 on one axis
 // and 0 and 3 on the other with dilation 2, a 1x3 filter, VALID (no frame), 8 groups (fewer
-// than a vector), float32 and float64, tensors aligned and one element into their storage.
+// than a vector), float32 and float64 (which has no plain-x variant: nxg), tensors aligned and
+// one element into their storage.
 // Strided along x, the reduction leaves out the first columns whose taps read before x and
 // the last column, and the frame adds their taps that read inside it: stride 2 with
 // dilation 2 and uneven pads (none before, 3 after), VALID with strides (1, 2), a 1x3
@@ -1139,16 +1140,16 @@ TEST(TfEdge, PlainXSkipsThePadding) {
 // A 7x7 plane (half of it frame) and a 5x5 filter stay on nxg (with 48 groups: not nxg_gt);
 // MobileNet's 112x112 layers take nxg_xp over nxg_sd.
 TEST(TfEdge, DepthwisePlainXFilter) {
-    expect_filter_gradient_by(conv({2, 30, 34, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "nxg_xp", 11);
-    expect_filter_gradient_by(conv({2, 59, 61, 48}, {3, 3, 1, 48}, "SAME", 2, 2), "nxg_xp", 12);  // (f64 on 15x16: nxg_gt)
-    expect_filter_gradient_by(uneven_pads_dilated(conv({1, 40, 36, 64}, {3, 3, 1, 64}, "EXPLICIT", 1, 1)), "nxg_xp", 13);
-    expect_filter_gradient_by(conv({2, 20, 24, 16}, {1, 3, 1, 16}, "SAME", 1, 1), "nxg_xp", 14);
-    expect_filter_gradient_by(conv({2, 18, 20, 24}, {3, 3, 1, 24}, "VALID", 1, 1), "nxg_xp", 15);
-    expect_filter_gradient_by(conv({2, 24, 24, 8}, {3, 3, 1, 8}, "SAME", 1, 1), "nxg_xp", 16);
-    expect_filter_gradient_by(uneven_pads_dilated(conv({2, 61, 59, 32}, {3, 3, 1, 32}, "EXPLICIT", 2, 2)), "nxg_xp", 17);
+    expect_filter_gradient_by(conv({2, 30, 34, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "nxg_xp", 11, "nxg");
+    expect_filter_gradient_by(conv({2, 59, 61, 48}, {3, 3, 1, 48}, "SAME", 2, 2), "nxg_xp", 12, "nxg");
+    expect_filter_gradient_by(uneven_pads_dilated(conv({1, 40, 36, 64}, {3, 3, 1, 64}, "EXPLICIT", 1, 1)), "nxg_xp", 13, "nxg");
+    expect_filter_gradient_by(conv({2, 20, 24, 16}, {1, 3, 1, 16}, "SAME", 1, 1), "nxg_xp", 14, "nxg");
+    expect_filter_gradient_by(conv({2, 18, 20, 24}, {3, 3, 1, 24}, "VALID", 1, 1), "nxg_xp", 15, "nxg");
+    expect_filter_gradient_by(conv({2, 24, 24, 8}, {3, 3, 1, 8}, "SAME", 1, 1), "nxg_xp", 16, "nxg");
+    expect_filter_gradient_by(uneven_pads_dilated(conv({2, 61, 59, 32}, {3, 3, 1, 32}, "EXPLICIT", 2, 2)), "nxg_xp", 17, "nxg");
     expect_filter_gradient_by(uneven_pads_dilated(conv({2, 61, 58, 32}, {3, 3, 1, 32}, "EXPLICIT", 2, 2)), "nxg", 20);
-    expect_filter_gradient_by(conv({2, 33, 45, 24}, {3, 3, 1, 24}, "VALID", 1, 2), "nxg_xp", 18);
-    expect_filter_gradient_by(conv({2, 20, 31, 16}, {1, 3, 1, 16}, "SAME", 1, 2), "nxg_xp", 19);
+    expect_filter_gradient_by(conv({2, 33, 45, 24}, {3, 3, 1, 24}, "VALID", 1, 2), "nxg_xp", 18, "nxg");
+    expect_filter_gradient_by(conv({2, 20, 31, 16}, {1, 3, 1, 16}, "SAME", 1, 2), "nxg_xp", 19, "nxg");
     expect_kernel(conv({2, 7, 7, 48}, {3, 3, 1, 48}, "SAME", 1, 1), "bwd_weights_f32_nxg");
     expect_kernel(conv({2, 28, 28, 48}, {5, 5, 1, 48}, "SAME", 1, 1), "bwd_weights_f32_nxg");
     const TfConv2D large = conv({2, 112, 112, 96}, {3, 3, 1, 96}, "SAME", 1, 1);  // dy 9.6 MB

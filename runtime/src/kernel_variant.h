@@ -96,8 +96,8 @@ struct KernelVariant {
 // whatever order the layouts come in: the data gradient's stride-2 variants first, depthwise
 // before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group, channel-slab, plain-x, group-task and in-place variants before the layout they refine
 // (built for the dtypes with native float arithmetic, f32 and f64, as in
-// generators/CMakeLists.txt; float64, kept exact, without Winograd, and without the dense
-// plain-x, small-group and depthwise in-place variants), the generic `any` last.
+// generators/CMakeLists.txt; float64, kept exact, without Winograd, and without the plain-x,
+// staged-dy, small-group and depthwise in-place variants), the generic `any` last.
 // dtype: "f32", "f64", "f16", "bf16" or "i32".
 inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, const std::string &dtype) {
     const bool native_floats = dtype == "f32" || dtype == "f64";
@@ -114,7 +114,7 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
         const bool refinement = k.refinement();
-        const bool not_for_f64 = k.winograd || k.small_groups || (k.plain_x && k.layout != "nxg") || k.dy_in_place;
+        const bool not_for_f64 = k.winograd || k.small_groups || k.plain_x || k.staged_dy || k.dy_in_place;
         if (!has(k.layout.c_str()) || (refinement && !native_floats) || (dtype == "f64" && not_for_f64)) continue;
         out.push_back(v);
     }
