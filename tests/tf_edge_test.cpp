@@ -7,6 +7,7 @@
 
 #include "kernel_registry.h"
 #include "reference_nd.h"
+#include "registry_cpu.h"
 #include "test_util.h"
 
 namespace convgrad::test {
@@ -1060,15 +1061,6 @@ void expect_filter_gradient_by(TfConv2D c, const std::string &variant, uint64_t 
     expect_gradient_by(std::move(c), Direction::kBackwardWeights, variant, seed, f64_variant);
 }
 
-// The registry's rules for one CPU vendor while in scope (kernel_registry.h: the plain-x
-// bounds differ on Intel cores), so that each rule is tested on any host.
-struct ScopedRegistryCpu {
-    explicit ScopedRegistryCpu(RegistryCpu cpu) { set_registry_cpu(cpu); }
-    ~ScopedRegistryCpu() { set_registry_cpu(RegistryCpu::kHost); }
-    ScopedRegistryCpu(const ScopedRegistryCpu &) = delete;
-    ScopedRegistryCpu &operator=(const ScopedRegistryCpu &) = delete;
-};
-
 // Dense filter gradients with few products per element of a large x (its group's dy channels
 // times the taps over the strides' product; x of kPlainXMinBytes or more) take the plain-x
 // kernels (nxc_xp, ncx_xp: x without the tile's channel blocks), at most kPlainXMaxProducts
@@ -1138,8 +1130,10 @@ TEST(TfEdge, PlainXSkipsThePadding) {
 // filter on 31 columns; one column less, the uneven pads put two columns' taps past x's
 // end (nxg).
 // A 7x7 plane (half of it frame) and a 5x5 filter stay on nxg (with 48 groups: not nxg_gt);
-// MobileNet's 112x112 layers take nxg_xp over nxg_sd.
+// MobileNet's 112x112 layers take nxg_xp over nxg_sd. (The rule for CPUs other than Intel's,
+// on any host: Intel's is DepthwisePlainXOnIntel's.)
 TEST(TfEdge, DepthwisePlainXFilter) {
+    const ScopedRegistryCpu other(RegistryCpu::kOther);
     expect_filter_gradient_by(conv({2, 30, 34, 32}, {3, 3, 1, 32}, "SAME", 1, 1), "nxg_xp", 11, "nxg");
     expect_filter_gradient_by(conv({2, 59, 61, 48}, {3, 3, 1, 48}, "SAME", 2, 2), "nxg_xp", 12, "nxg");
     expect_filter_gradient_by(uneven_pads_dilated(conv({1, 40, 36, 64}, {3, 3, 1, 64}, "EXPLICIT", 1, 1)), "nxg_xp", 13, "nxg");
@@ -1158,6 +1152,28 @@ TEST(TfEdge, DepthwisePlainXFilter) {
     expect_kernel(conv({2, 60, 60, 32}, {3, 3, 1, 32}, "SAME", 3, 3), "bwd_weights_f32_nxg");
 }
 
+// On Intel cores nxg_xp takes only the AVX-512 path's problems whose tiles span two vectors
+// of groups (a multiple of 32 float32 groups) or whose pixels are at most
+// kDepthwisePlainXIntelMaxVectors vectors wide (128 float32 groups); the others take nxg_sd
+// (dy of 8 MB or more, pixels over two lines) or nxg. Past the rule's edges: 144 groups
+// (mb_dw144_56: nxg_sd), 136; 120, 128 and 160 stay on nxg_xp. On the other paths none does.
+TEST(TfEdge, DepthwisePlainXOnIntel) {
+    const ScopedRegistryCpu intel(RegistryCpu::kIntel);
+    const bool avx512 = expected_isa_path() == "avx512_skylake";
+    const auto layer = [](int64_t n, int64_t size, int64_t groups) {
+        return conv({n, size, size, groups}, {3, 3, 1, groups}, "SAME", 1, 1);
+    };
+    expect_kernel(layer(8, 56, 144), "bwd_weights_f32_nxg_sd");
+    expect_kernel(layer(2, 56, 136), "bwd_weights_f32_nxg");
+    expect_kernel(layer(2, 56, 120), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+    expect_kernel(layer(2, 56, 128), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+    expect_kernel(layer(2, 56, 160), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+    expect_kernel(layer(2, 56, 32), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+    const ScopedRegistryCpu other(RegistryCpu::kOther);
+    expect_kernel(layer(8, 56, 144), "bwd_weights_f32_nxg_xp");
+    expect_kernel(layer(2, 56, 136), "bwd_weights_f32_nxg_xp");
+}
+
 // nxg_xp reads x past its edges where its taps reach the padding, and subtracts those
 // products again: along a stride-2 axis at the reflected pixel (-1 reads 1), which the same
 // tap reads at another position, so an infinity in x reaches only the taps whose true sums
@@ -1165,6 +1181,7 @@ TEST(TfEdge, DepthwisePlainXFilter) {
 // Infinities at x's first column and first row on even pixels, which the taps that read odd
 // ones never read (clamped to the edge instead, inf - inf made them NaN).
 TEST(TfEdge, DepthwisePlainXEdgesStayOut) {
+    const ScopedRegistryCpu other(RegistryCpu::kOther);
     TfConv2D c = conv({1, 31, 31, 16}, {3, 3, 1, 16}, "EXPLICIT", 2, 2);
     c.explicit_paddings = {0, 0, 1, 1, 1, 1, 0, 0};
     ASSERT_TRUE(infer_out_backprop(c));
@@ -1189,6 +1206,7 @@ TEST(TfEdge, DepthwisePlainXEdgesStayOut) {
 // storage; 3x3 at stride 2 on 20x20 dy positions, whose 28x28 take nxg_xp in float32.
 // Past the rule's edges: a plane of 29x28, 48 groups, a 7x7 filter.
 TEST(TfEdge, DepthwiseGroupTasksFilter) {
+    const ScopedRegistryCpu other(RegistryCpu::kOther);  // (nxg_xp on Intel: DepthwisePlainXOnIntel)
     expect_filter_gradient_by(conv({8, 7, 7, 96}, {3, 3, 1, 96}, "SAME", 1, 1), "nxg_gt", 21);
     expect_filter_gradient_by(conv({2, 15, 13, 80}, {3, 3, 1, 80}, "SAME", 2, 2), "nxg_gt", 22);
     expect_filter_gradient_by(conv({3, 12, 11, 64}, {5, 5, 1, 64}, "SAME", 1, 1), "nxg_gt", 23);

@@ -182,9 +182,14 @@ constexpr int64_t kChannelsFirstPlainXMaxProductsIntel = 0;
 // The registry's CPU: the host's (cpu_info.cpp: host_cpu_vendor) unless a test names one.
 enum class RegistryCpu { kHost, kIntel, kOther };
 void set_registry_cpu(RegistryCpu cpu);
+// Whether the registry's CPU is Intel's.
+bool registry_cpu_intel();
 // The most products per x element the plain-x filter gradients take on the registry's CPU
 // (channels first: ncx_xp; else nxc_xp).
 int64_t plain_x_max_products(bool channels_first);
+// Whether nxg_xp takes `p` on an Intel CPU (kDepthwisePlainXIntelMaxVectors, below): on the
+// AVX-512 path, its groups a multiple of two vectors or at most that many vectors.
+bool depthwise_plain_x_pays_on_intel(const ConvProblem &p);
 // The depthwise plain-x variant (nxg_xp: NHWC depthwise filter gradients with x read in
 // place, each index clamped (reflected at the edge along stride-2 axes), and the products of
 // the frame's taps that reach past x, read so too, summed again and subtracted;
@@ -202,6 +207,17 @@ int64_t plain_x_max_products(bool channels_first);
 // (mb_dw960_7: half its positions in the frame) ran 0.64x and a 5x5 filter on 28x28 0.73x.
 constexpr int64_t kDepthwisePlainXMaxTaps = 9;
 constexpr int64_t kDepthwisePlainXFrameShare = 3;
+// On an Intel Xeon (family 6 model 207) nxg_xp paid only where its tile spans two vectors of
+// groups (AVX-512's 32 registers, the groups a multiple of two vectors) or the pixels are at
+// most kDepthwisePlainXIntelMaxVectors vectors wide: its one-vector tiles read one line of
+// every pixel per pass from memory. Kernel alone, float32 3x3 unit stride, ms ratio nxg_xp /
+// nxg (bench/RESULTS.md, sixty-sixth and sixty-seventh sessions): AVX-512, one-vector tiles,
+// 144 groups on 56x56 (9 vectors, mb_dw144_56) 1.07-2.24, 208 on 40x40 1.69-1.79, 144 on
+// 112x112 1.48; 48, 80 and 112 groups 0.86-1.02; two-vector tiles 0.70-0.92. The AVX2 path
+// (16 registers: one-vector tiles) lost at every width: 32 groups on 112x112 (mb_dw32_112)
+// 1.16, 48 on 56x56 1.24, 80 1.73, 112 1.55, 144 1.74, 96 on 112x112 stride 2
+// (mb_dw96s2_112) 1.47. Those problems take nxg_sd or nxg there.
+constexpr int64_t kDepthwisePlainXIntelMaxVectors = 8;
 // The group-task variant (nxg_gt: NHWC depthwise filter gradients where a thread's task is a
 // block of groups, two vectors of them where there are (the last block shifted inwards),
 // over every image: its taps summed

@@ -351,6 +351,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         }
         if (taps_along(p, p.spatial_rank) > kDepthwisePlainXMaxTaps) return false;
         if (!frame_fits(p, act0, act1) || !last_column_alone_past_x(p, act0, act1)) return false;
+        if (registry_cpu_intel() && !depthwise_plain_x_pays_on_intel(p)) return false;
     } else if (needs.plain_x) {
         // Plain-x kernels: few products per element of x (its group's dy channels, act1, times
         // the taps over the strides' product), and x (act0) that streams from memory.
@@ -372,13 +373,22 @@ std::atomic<RegistryCpu> g_registry_cpu{RegistryCpu::kHost};
 
 void set_registry_cpu(RegistryCpu cpu) { g_registry_cpu.store(cpu); }
 
-int64_t plain_x_max_products(bool channels_first) {
+bool registry_cpu_intel() {
     static const bool host_intel = host_cpu_vendor() == "GenuineIntel";
     const RegistryCpu cpu = g_registry_cpu.load();
-    if (cpu == RegistryCpu::kIntel || (cpu == RegistryCpu::kHost && host_intel)) {
-        return channels_first ? kChannelsFirstPlainXMaxProductsIntel : kPlainXMaxProductsIntel;
-    }
+    return cpu == RegistryCpu::kIntel || (cpu == RegistryCpu::kHost && host_intel);
+}
+
+int64_t plain_x_max_products(bool channels_first) {
+    if (registry_cpu_intel()) return channels_first ? kChannelsFirstPlainXMaxProductsIntel : kPlainXMaxProductsIntel;
     return kPlainXMaxProducts;
+}
+
+bool depthwise_plain_x_pays_on_intel(const ConvProblem &p) {
+    static const bool avx512 = expected_isa_path() == "avx512_skylake";  // CONVGRAD_MAX_CPU_ISA included
+    if (!avx512) return false;
+    const int64_t lanes = 64 / dtype_size(p.dtype);
+    return p.groups % (2 * lanes) == 0 || p.groups <= kDepthwisePlainXIntelMaxVectors * lanes;
 }
 
 bool has_kernels(Direction d, DType t, Device device) {
