@@ -1154,24 +1154,34 @@ TEST(TfEdge, DepthwisePlainXFilter) {
 
 // On Intel cores nxg_xp takes only the AVX-512 path's problems whose tiles span two vectors
 // of groups (a multiple of 32 float32 groups) or whose pixels are at most
-// kDepthwisePlainXIntelMaxVectors vectors wide (128 float32 groups); the others take nxg_sd
-// (dy of 8 MB or more, pixels over two lines) or nxg. Past the rule's edges: 144 groups
-// (mb_dw144_56: nxg_sd), 136; 120, 128 and 160 stay on nxg_xp. On the other paths none does.
+// kDepthwisePlainXIntelMaxVectors vectors wide (128 float32 groups), and nxg_sd only planes
+// of more frame than nxg_xp takes (kernel_registry.h); the others take nxg. Past the rules'
+// edges: 144 groups (mb_dw144_56), 136; 120, 128 and 160 stay on nxg_xp; on the other paths
+// none does. 96 groups at stride 3 (no nxg_xp: strides of at most 2) take nxg_sd under the
+// other vendors' rule and nxg under Intel's, and 700 images of 8x8 (half frame) nxg_sd
+// under both.
 TEST(TfEdge, DepthwisePlainXOnIntel) {
-    const ScopedRegistryCpu intel(RegistryCpu::kIntel);
-    const bool avx512 = expected_isa_path() == "avx512_skylake";
-    const auto layer = [](int64_t n, int64_t size, int64_t groups) {
-        return conv({n, size, size, groups}, {3, 3, 1, groups}, "SAME", 1, 1);
+    const auto layer = [](int64_t n, int64_t size, int64_t groups, int64_t stride = 1) {
+        return conv({n, size, size, groups}, {3, 3, 1, groups}, "SAME", stride, stride);
     };
-    expect_kernel(layer(8, 56, 144), "bwd_weights_f32_nxg_sd");
-    expect_kernel(layer(2, 56, 136), "bwd_weights_f32_nxg");
-    expect_kernel(layer(2, 56, 120), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
-    expect_kernel(layer(2, 56, 128), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
-    expect_kernel(layer(2, 56, 160), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
-    expect_kernel(layer(2, 56, 32), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+    const TfConv2D strided = layer(8, 168, 96, 3), small_planes = layer(700, 8, 48);  // dy 9.6 and 8.6 MB
+    {
+        const ScopedRegistryCpu intel(RegistryCpu::kIntel);
+        const bool avx512 = expected_isa_path() == "avx512_skylake";
+        expect_kernel(layer(8, 56, 144), "bwd_weights_f32_nxg");
+        expect_kernel(layer(2, 56, 136), "bwd_weights_f32_nxg");
+        expect_kernel(layer(2, 56, 120), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+        expect_kernel(layer(2, 56, 128), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+        expect_kernel(layer(2, 56, 160), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+        expect_kernel(layer(2, 56, 32), avx512 ? "bwd_weights_f32_nxg_xp" : "bwd_weights_f32_nxg");
+        expect_kernel(strided, "bwd_weights_f32_nxg");
+        expect_kernel(small_planes, "bwd_weights_f32_nxg_sd");
+    }
     const ScopedRegistryCpu other(RegistryCpu::kOther);
     expect_kernel(layer(8, 56, 144), "bwd_weights_f32_nxg_xp");
     expect_kernel(layer(2, 56, 136), "bwd_weights_f32_nxg_xp");
+    expect_kernel(strided, "bwd_weights_f32_nxg_sd");
+    expect_kernel(small_planes, "bwd_weights_f32_nxg_sd");
 }
 
 // nxg_xp reads x past its edges where its taps reach the padding, and subtracts those

@@ -152,6 +152,12 @@ constexpr int kDyBroadcastMinChannels = 32;
 // groups 1.18x; with 5x5 filters the tiles do 25 FMAs per dy vector and the staging pass
 // was not paid back (mb_dw144_56's shape 0.88-0.95x, stride 2 on 96 groups 1.01x): at most
 // kStagedDyMaxTaps taps.
+// On an Intel Xeon (family 6 model 207) nxg_sd lost to nxg on planes whose frame is small
+// enough for nxg_xp (kDepthwisePlainXFrameShare): ms ratio nxg_sd / nxg, float32 3x3, AVX-512
+// and AVX2 paths: mb_dw144_56 1.08 and 1.14, mb_dw96s2_112 1.32 and 1.23, 208 groups on 40x40
+// 1.36 (AVX-512), 48 groups on 56x56 over 16 images 1.09 (AVX2); it won on planes of mostly
+// frame (48 groups on 8x8 over 700 images: 0.74 and 0.84; bench/RESULTS.md, sixty-seventh
+// session). On Intel cores it takes only those.
 constexpr int64_t kStagedDyMinBytes = kStreamingDyMinBytes;
 constexpr int64_t kStagedDyMinPixelBytes = 128;
 constexpr int64_t kStagedDyMaxTaps = 9;

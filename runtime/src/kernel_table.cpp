@@ -330,7 +330,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
     }
     if (needs.winograd && (where.direct_sums_only || !winograd_fits(d, p, act0, act1))) return false;
     // Staged-dy kernels: dy (act1) that streams from memory, pixels wider than two lines,
-    // filters of at most 3x3 taps.
+    // filters of at most 3x3 taps; on Intel cores, planes of more frame than nxg_xp takes.
     if (needs.staged_dy) {
         const int64_t bytes = dtype_size(p.dtype);
         const int64_t pixel = act1.extent[kC] * act1.extent[kG] * bytes;
@@ -338,6 +338,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
             taps_along(p, p.spatial_rank) > kStagedDyMaxTaps) {
             return false;
         }
+        if (registry_cpu_intel() && frame_fits(p, act0, act1)) return false;  // (kernel_registry.h)
     }
     if (needs.group_tasks && !group_tasks_fit(p, act1)) return false;
     if (needs.dy_in_place && !in_place_fits(p, act1)) return false;
