@@ -213,7 +213,14 @@ void schedule_bwd_data_cpu(BwdDataStages &s, const Target &target, Layout layout
     Var &v_o = groups_vectorised ? g_o : c_o, &v_i = groups_vectorised ? g_i : c_i;
     // (grouped: the slab groups' nest, above.)
     auto nest_rows = [&](Stage st, int v_factor, int x_factor, bool grouped) {
-        st.split(v, v_o, v_i, v_factor).split(s.x, x_o, x_i, x_factor);
+        // Slab groups' tiles start on a slab: guarded, not shifted inwards at the end, so
+        // that Halide knows it. (Shifted, a tile could start mid-slab for all Halide could
+        // tell, and every tile carried a second slab's FMAs under a test in its reduction
+        // loop: 48 accumulators where 24 are used, two of them spilled to the stack. Kernel
+        // alone, rn50_1x1_7 1.25x. The rows' nest, guarded so too, ran rn50_1x1_56 0.40x:
+        // bench/RESULTS.md, sixty-eighth session.)
+        const TailStrategy v_tail = grouped && v_factor == s.slab ? TailStrategy::GuardWithIf : TailStrategy::Auto;
+        st.split(v, v_o, v_i, v_factor, v_tail).split(s.x, x_o, x_i, x_factor);
         if (s.slab > 0) {
             const Expr x_tiles = (s.x_extent + x_factor - 1) / x_factor;
             st.split(x_o, x_oo, x_oi, select(slab_outer, x_tiles, 1), TailStrategy::GuardWithIf);
