@@ -219,7 +219,12 @@ public:
                 if (lay == Layout::NXG && a > 0) {
                     i = Halide::select(ax[a].stride == 1, i, Halide::min(Halide::max(i, -i), 2 * (x_extent[a] - 1) - i));
                 }
-                inside[a] = Halide::clamp(i, 0, x_extent[a] - 1);
+                // (NXC: promised, not clamped; the reduction's predicate below keeps every
+                // read inside x. Clamped, each position's broadcasts took a clamp of the index
+                // (cmov, sar, andn) besides that test; kernel alone on a Zen 5, rn50_1x1_56
+                // 1.05x, rn50_3x3s2_28 1.12x: bench/RESULTS.md, sixty-eighth session.)
+                inside[a] = lay == Layout::NXC ? Halide::unsafe_promise_clamped(i, 0, x_extent[a] - 1)
+                                               : Halide::clamp(i, 0, x_extent[a] - 1);
             }
             s.x_in = Func("x_in");
             if (lay == Layout::NXG) {
