@@ -205,6 +205,9 @@ public:
         if (s.x_in_place) {
             Var c, x_, y, z, g, n_;
             const Expr at[3] = {x_, y, z};
+            // NXC leaves the positions whose tap falls outside x out of the reduction (its
+            // predicate, below), so its reads of x are inside x by construction.
+            const bool reads_predicated = lay == Layout::NXC;
             Expr inside[3];
             for (int a = 0; a < 3; a++) {
                 // nxg_xp: along a strided axis (y and z; x below), an index past x is reflected
@@ -219,12 +222,12 @@ public:
                 if (lay == Layout::NXG && a > 0) {
                     i = Halide::select(ax[a].stride == 1, i, Halide::min(Halide::max(i, -i), 2 * (x_extent[a] - 1) - i));
                 }
-                // (NXC: promised, not clamped; the reduction's predicate below keeps every
-                // read inside x. Clamped, each position's broadcasts took a clamp of the index
-                // (cmov, sar, andn) besides that test; kernel alone on a Zen 5, rn50_1x1_56
-                // 1.05x, rn50_3x3s2_28 1.12x: bench/RESULTS.md, sixty-eighth session.)
-                inside[a] = lay == Layout::NXC ? Halide::unsafe_promise_clamped(i, 0, x_extent[a] - 1)
-                                               : Halide::clamp(i, 0, x_extent[a] - 1);
+                // (Predicated reads: promised, not clamped. Clamped, each position's broadcasts
+                // took a clamp of the index (cmov, sar, andn) besides the predicate's test;
+                // kernel alone on a Zen 5, rn50_1x1_56 1.05x, rn50_3x3s2_28 1.12x:
+                // bench/RESULTS.md, sixty-eighth session.)
+                inside[a] = reads_predicated ? Halide::unsafe_promise_clamped(i, 0, x_extent[a] - 1)
+                                             : Halide::clamp(i, 0, x_extent[a] - 1);
             }
             s.x_in = Func("x_in");
             if (lay == Layout::NXG) {
@@ -242,7 +245,7 @@ public:
             } else {
                 s.x_in(c, x_, y, z, g, n_) = widen(x(c, inside[0], inside[1], inside[2], g, n_));
             }
-            if (lay == Layout::NXC) {
+            if (reads_predicated) {
                 for (int a = 0; a < 3; a++) s.r.where(i[a] >= 0 && i[a] < x_extent[a]);
             }
         }
