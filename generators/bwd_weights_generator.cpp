@@ -246,7 +246,18 @@ public:
                 s.x_in(c, x_, y, z, g, n_) = widen(x(c, inside[0], inside[1], inside[2], g, n_));
             }
             if (reads_predicated) {
-                for (int a = 0; a < 3; a++) s.r.where(i[a] >= 0 && i[a] < x_extent[a]);
+                // Each axis's predicate as bounds on its output position, o in [ceil((pad - k*d)
+                // / s), ceil((X + pad - k*d) / s)), each `likely`: Halide then tightens the
+                // reduction's loops to them (r$x.rebased), and a row's loop over positions
+                // holds no test. (As a test of the index, i >= 0 && i < X, every position took
+                // two compares and branches, and the loop two back-edges; kernel alone on a
+                // Zen 5, interleaved runs, ~1.03x rn50_1x1_56, ~1.05x rn50_3x3s2_28:
+                // bench/RESULTS.md, sixty-ninth session.)
+                for (int a = 0; a < 3; a++) {
+                    const Expr from = ax[a].pad_begin - k[a] * ax[a].dilation;
+                    s.r.where(Halide::likely(o[a] >= ceil_div(from, ax[a].stride)) &&
+                              Halide::likely(o[a] < ceil_div(x_extent[a] + from, ax[a].stride)));
+                }
             }
         }
         s.acc = Func("acc");

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,29 @@ private:
         }
     };
 
+    // The lets in a loop's body, by name: a loop whose bounds Halide tightened (r$x.rebased)
+    // indexes each statement through a let of its own (r$x.rebased + t).
+    struct Lets : public Halide::Internal::IRVisitor {
+        using IRVisitor::visit;
+        std::map<std::string, Halide::Expr> values;
+        void visit(const Halide::Internal::LetStmt *op) override {
+            values[op->name] = op->value;
+            IRVisitor::visit(op);
+        }
+    };
+
+    // `e` with the lets of `body` that it uses (and theirs) substituted.
+    static Halide::Expr without_lets(Halide::Expr e, const Halide::Internal::Stmt &body) {
+        Lets lets;
+        body.accept(&lets);
+        for (size_t i = 0; i < lets.values.size(); i++) {
+            const Halide::Expr next = Halide::Internal::substitute(lets.values, e);
+            if (next.same_as(e)) break;
+            e = next;
+        }
+        return e;
+    }
+
     Halide::Internal::Stmt visit(const Halide::Internal::For *op) override {
         using namespace Halide;
         using namespace Halide::Internal;
@@ -107,6 +131,8 @@ private:
         std::string name = op->name;
         const size_t tail = name.find_last_not_of("0123456789");
         if (tail != std::string::npos && tail + 1 < name.size() && name[tail] == '_') name.resize(tail);
+        // (and renames a loop whose bounds it tightened from a predicate: r$x.rebased)
+        if (ends_with(name, ".rebased")) name.resize(name.size() - std::string(".rebased").size());
         if (!ends_with(name, tiles_.positions)) return plain;
         // The tiles that first touch dy: the first iteration of each of `firsts`' loops.
         Expr first;
@@ -128,7 +154,7 @@ private:
             int bytes = 0;
             for (const Load *l : dy.vectors) bytes += l->type.bytes() * l->type.lanes();
             const int lines = std::max(1, bytes / 64);
-            const Expr base = load->index.as<Ramp>()->base;
+            const Expr base = without_lets(load->index.as<Ramp>()->base, op->body);
             for (int j = 0; j < lines; j++) {
                 const Stmt p = x86_prefetch("dy", base + (lines + j) * line, element);
                 fetches = fetches.defined() ? Block::make(fetches, p) : p;
@@ -141,7 +167,7 @@ private:
             const Expr stride = Variable::make(Int(32), tiles_.scalar_stride);
             // (Clamped: where the loop's extent is not a multiple of the lines it covers.)
             const Expr position = Halide::min((k / tile) * line, op->extent - 1);
-            fetches = x86_prefetch("dy", substitute(op->name, position, load->index) + (tile + k % tile) * stride, element);
+            fetches = x86_prefetch("dy", substitute(op->name, position, without_lets(load->index, op->body)) + (tile + k % tile) * stride, element);
         }
         const Stmt fetching = For::make(op->name, op->min, op->extent, op->for_type, op->device_api, Block::make(fetches, body));
         // (`on` at the tiles' outermost loop where there is one, not at the pipeline's top:
