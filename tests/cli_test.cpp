@@ -257,6 +257,8 @@ TEST_F(CliTest, CommandLevelErrors) {
     EXPECT_EQ(r.exit_code, 0);
     const std::string vendor = host_cpu_vendor().empty() ? "(not x86)" : host_cpu_vendor();
     EXPECT_NE(r.stdout_text.find("host CPU vendor: " + vendor + "\n"), std::string::npos) << r.stdout_text;
+    EXPECT_NE(r.stdout_text.find("host CPU family: " + std::to_string(host_cpu_family()) + "\n"), std::string::npos)
+        << r.stdout_text;
     EXPECT_EQ(run({"info", "extra"}).exit_code, 2);
 }
 

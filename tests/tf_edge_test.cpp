@@ -1297,8 +1297,10 @@ TEST(TfEdge, DepthwiseFlatPlanesRowEndsStayOut) {
 // a 512 x 512 filter (38 MB of transformed filter), 256 x 256 over 4 tiles (9.4 MB: past 64
 // KB of transformed filter a tile for the data gradient, 128 KB of sums for the filter
 // gradient; kernel_registry.h), which 108 tiles take for the filter gradient and 180 for both,
-// and 96 x 32 over 4 tiles (110 KB a tile; the filter gradient takes it).
+// and 96 x 32 over 4 tiles (110 KB a tile; the filter gradient takes it). (The rule of CPUs
+// other than the Zen 5, on any host: the Zen 5's is WinogradFilterSumsOnZen5's.)
 TEST(TfEdge, WinogradBothGradients) {
+    const ScopedRegistryCpu other(RegistryCpu::kOther);
     TfConv2D explicit_pads = conv({1, 12, 12, 32}, {3, 3, 32, 32}, "EXPLICIT", 1, 1);
     explicit_pads.explicit_paddings = {0, 0, 2, 0, 0, 1, 0, 0};
     const std::vector<TfConv2D> cases = {conv({2, 14, 14, 64}, {3, 3, 64, 64}, "SAME", 1, 1),
@@ -1350,6 +1352,28 @@ TEST(TfEdge, WinogradBothGradients) {
     const TfConv2D more_tiles = conv({5, 24, 24, 256}, {3, 3, 256, 256}, "SAME", 1, 1);  // 180
     expect_kernel(more_tiles, "bwd_data_f32_nxc_wg");
     expect_kernel(as_nchw(more_tiles), "bwd_data_f32_ncx_wg");
+}
+
+// On a Zen 5 the Winograd filter gradient takes at most 90 KB of sums a tile of dy, not 128
+// KB (kernel_registry.h: kWinogradFilterSumBytesPerTileZen5; 256 x 256 channels: 9.4 MB):
+// 16x17 planes over 4 images (80 tiles, 118 KB a tile) and DeepLab's 33x33 layer dilated by
+// 2 (its first phase 17x16, 80 tiles) and 96 x 32 channels on 7x7 (4 tiles, 110 KB) run
+// direct there and Winograd on other CPUs; 24x24 over 3 images (108 tiles, 87 KB) Winograd
+// on both. The data gradients do not change.
+TEST(TfEdge, WinogradFilterSumsOnZen5) {
+    TfConv2D deeplab = conv({4, 33, 33, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
+    deeplab.dilations = {1, 2, 2, 1};
+    const TfConv2D few_tiles = conv({4, 16, 17, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
+    const TfConv2D many_tiles = conv({3, 24, 24, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
+    const TfConv2D narrow = conv({1, 7, 7, 96}, {3, 3, 96, 32}, "SAME", 1, 1);
+    for (const RegistryCpu cpu : {RegistryCpu::kOther, RegistryCpu::kIntel, RegistryCpu::kZen5}) {
+        const ScopedRegistryCpu pinned(cpu);
+        const std::string few = cpu == RegistryCpu::kZen5 ? "bwd_weights_f32_nxc" : "bwd_weights_f32_nxc_wg";
+        for (const TfConv2D &c : {few_tiles, deeplab, narrow}) ASSERT_NO_FATAL_FAILURE(expect_kernel(c, few));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(many_tiles, "bwd_weights_f32_nxc_wg"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(many_tiles, "bwd_data_f32_nxc_cs"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(deeplab, "bwd_data_f32_nxc_cs"));
+    }
 }
 
 // Dilated gradients with unit strides whose dilation phases (dilation_phases.cpp: undilated

@@ -27,8 +27,9 @@ std::string probe_isa_path() {
 int info_command(int argc, char **) {
     if (argc > 0) return report_invalid("info: takes no arguments");
     std::printf("convgrad %s\n", CONVGRAD_VERSION);
-    // (The registry's plain-x rule differs by vendor: runtime/src/kernel_registry.h.)
+    // (Some registry rules differ by vendor, and on AMD by family: runtime/src/kernel_registry.h.)
     std::printf("host CPU vendor: %s\n", host_cpu_vendor().empty() ? "(not x86)" : host_cpu_vendor().c_str());
+    std::printf("host CPU family: %d\n", host_cpu_family());
     std::printf("host CPU features:");
     for (const auto &f : host_cpu_features()) std::printf(" %s", f.c_str());
     const char *cap = std::getenv("CONVGRAD_MAX_CPU_ISA");

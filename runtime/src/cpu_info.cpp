@@ -118,4 +118,18 @@ std::string host_cpu_vendor() {
 #endif
 }
 
+int host_cpu_family() {
+#if defined(__x86_64__)
+    static const int family = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+        const int base = (eax >> 8) & 0xf;  // the extended family counts only past 15
+        return base == 0xf ? base + int((eax >> 20) & 0xff) : base;
+    }();
+    return family;
+#else
+    return 0;
+#endif
+}
+
 }  // namespace convgrad

@@ -185,11 +185,14 @@ constexpr int64_t kPlainXMaxProducts = 384;
 // (1.06-1.99x its time, 64-288 products; fifty-eighth session): none on Intel.
 constexpr int64_t kPlainXMaxProductsIntel = 144;
 constexpr int64_t kChannelsFirstPlainXMaxProductsIntel = 0;
-// The registry's CPU: the host's (cpu_info.cpp: host_cpu_vendor) unless a test names one.
-enum class RegistryCpu { kHost, kIntel, kOther };
+// The registry's CPU: the host's (cpu_info.cpp: host_cpu_vendor, host_cpu_family) unless a
+// test names one. kOther: any other vendor's, or an AMD core before the Zen 5.
+enum class RegistryCpu { kHost, kIntel, kOther, kZen5 };
 void set_registry_cpu(RegistryCpu cpu);
 // Whether the registry's CPU is Intel's.
 bool registry_cpu_intel();
+// Whether the registry's CPU is an AMD Zen 5 or later (family 26 on).
+bool registry_cpu_zen5();
 // The most products per x element the plain-x filter gradients take on the registry's CPU
 // (channels first: ncx_xp; else nxc_xp).
 int64_t plain_x_max_products(bool channels_first);
@@ -285,6 +288,15 @@ constexpr int64_t kWinogradMaxFilterBytes = 16 << 20;
 // 0.88x. 512 x 512 (38 MB): 14x14 1.2x, 7x7 0.44x. 128 x 128 at 28x28 (2.4 MB, 392
 // tiles): 1.43x.
 constexpr int64_t kWinogradFilterSumBytesPerTile = 128 << 10;
+// On a Zen 5 (AMD family 26: full-rate 512-bit FMAs, where the Zen 4 issued them at half
+// rate) the direct kernel keeps up on fewer tiles. Kernel alone (f32 NHWC, 256 x 256
+// channels, 9.4 MB of sums; ms ratio Winograd / nxc, > 1: direct faster; bench/RESULTS.md,
+// sixty-ninth session): 16x17 over 4 images (80 tiles, 118 KB a tile) 1.28-1.29x, its
+// dilation phase (dl_3x3_d2's, every other pixel) 1.27-1.29x; 17x17 over 4 (100 tiles,
+// 94 KB) 1.45x, its phase 1.30-1.43x; 28x28 over 2 (98 tiles, 96 KB) 1.06x; against 24x24
+// over 3 (108 tiles, 87 KB) 0.96x, 14x14 over 8 (128 tiles, 73 KB, 1.31x the positions)
+// 0.98-1.02x, 16x16 over 8 (128 tiles, 73 KB) 0.77x.
+constexpr int64_t kWinogradFilterSumBytesPerTileZen5 = 90 << 10;
 // The data gradient's transformed filter (36 x C_in x C_out) is read by every block of tiles:
 // it takes layers with at most kWinogradDataFilterBytesPerTile bytes of it per tile of dx (all
 // images). Kernel alone on a Xeon against nxc_cs (ms ratio direct / Winograd; bench/RESULTS.md,

@@ -106,8 +106,8 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     if (filter_bytes > kWinogradMaxFilterBytes) return false;
     const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY], slices = act1.extent[canonical::kZ];
     const auto tiles_along = [](int64_t e) { return (e + kWinogradTile - 1) / kWinogradTile; };
-    const int64_t bytes_per_tile =
-        d == Direction::kBackwardWeights ? kWinogradFilterSumBytesPerTile : kWinogradDataFilterBytesPerTile;
+    const int64_t filter_sum_bytes = registry_cpu_zen5() ? kWinogradFilterSumBytesPerTileZen5 : kWinogradFilterSumBytesPerTile;
+    const int64_t bytes_per_tile = d == Direction::kBackwardWeights ? filter_sum_bytes : kWinogradDataFilterBytesPerTile;
     if (filter_bytes > bytes_per_tile * tiles_along(w) * tiles_along(h) * slices * p.batch) return false;
     const int64_t tiled = tiles_along(w) * tiles_along(h) * kWinogradTile * kWinogradTile;
     // Every pixel along x (channels-last: a pixel's channels and groups apart; channels-first:
@@ -378,6 +378,12 @@ bool registry_cpu_intel() {
     static const bool host_intel = host_cpu_vendor() == "GenuineIntel";
     const RegistryCpu cpu = g_registry_cpu.load();
     return cpu == RegistryCpu::kIntel || (cpu == RegistryCpu::kHost && host_intel);
+}
+
+bool registry_cpu_zen5() {
+    static const bool host_zen5 = host_cpu_vendor() == "AuthenticAMD" && host_cpu_family() >= 26;
+    const RegistryCpu cpu = g_registry_cpu.load();
+    return cpu == RegistryCpu::kZen5 || (cpu == RegistryCpu::kHost && host_zen5);
 }
 
 int64_t plain_x_max_products(bool channels_first) {

@@ -75,6 +75,7 @@ bool gpu_kernels_built(Device api);             // whether this build has kernel
 
 std::vector<std::string> host_cpu_features();   // e.g. {"sse41", "avx2", "fma", "avx512f", ...}
 std::string host_cpu_vendor();                  // CPUID's, e.g. "GenuineIntel" ("" off x86): some registry rules depend on it
+int host_cpu_family();                          // CPUID's display family (AMD Zen 4: 25, Zen 5: 26; 0 off x86)
 std::string expected_isa_path();                // the multitarget path this CPU should take
 std::string last_isa_path();                    // the path the last kernel call actually took ("" if none yet)
 
