@@ -306,6 +306,16 @@ constexpr int64_t kWinogradFilterSumBytesPerTileZen5 = 90 << 10;
 // 48 KB) 1.14x. 128 x 128 on 14x14 at batch 8 (18 KB) 1.02x; 64 x 64 on a 28x28 phase (1.5
 // KB) 2.04x.
 constexpr int64_t kWinogradDataFilterBytesPerTile = 64 << 10;
+// On a Zen 5 the Winograd data gradient paid on fewer tiles. Its time there is bimodal with
+// the VM's phase (the 9.4 MB transformed filter of 256 x 256 channels in this VM's share of
+// the L3 or not), the direct kernel's is not; never slower in the alternated suite runs
+// (bench/RESULTS.md, sixty-ninth session): rn50_3x3_14 (128 tiles, 73 KB a tile) 2.0x and
+// 1.17x, dl_3x3_d2's phases (64-100 tiles, 94-147 KB) 1.66x and 1.0x. Kernel alone, 256 x
+// 256 channels (ms ratio nxc_cs / nxc_wg): 16x16 over 4 images (147 KB) 1.15x, 28x28 over
+// 1 (192 KB) 1.11x; past that mixed or lost: 16x16 and 14x14 over 2 (295 KB) 0.86x and
+// 1.39x, 12x12 over 3 (350 KB) 0.62x, 20x20 over 1 (377 KB) 0.85x, 14x14 over 1 (590 KB)
+// 0.42-0.47x.
+constexpr int64_t kWinogradDataFilterBytesPerTileZen5 = 160 << 10;
 // On 3-D layers the data gradient keeps this many slices of dy's transformed tiles per block
 // (schedules/cpu_winograd.cpp: the storage folded along depth), so both gradients take at
 // most this many depth taps (generators/winograd.h's kWinogradMaxDepthTaps).
