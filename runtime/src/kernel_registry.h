@@ -306,16 +306,19 @@ constexpr int64_t kWinogradFilterSumBytesPerTileZen5 = 90 << 10;
 // 48 KB) 1.14x. 128 x 128 on 14x14 at batch 8 (18 KB) 1.02x; 64 x 64 on a 28x28 phase (1.5
 // KB) 2.04x.
 constexpr int64_t kWinogradDataFilterBytesPerTile = 64 << 10;
-// On a Zen 5 the Winograd data gradient paid on fewer tiles. Its time there is bimodal with
-// the VM's phase (the 9.4 MB transformed filter of 256 x 256 channels in this VM's share of
-// the L3 or not), the direct kernel's is not; never slower in the alternated suite runs
-// (bench/RESULTS.md, sixty-ninth session): rn50_3x3_14 (128 tiles, 73 KB a tile) 2.0x and
-// 1.17x, dl_3x3_d2's phases (64-100 tiles, 94-147 KB) 1.66x and 1.0x. Kernel alone, 256 x
-// 256 channels (ms ratio nxc_cs / nxc_wg): 16x16 over 4 images (147 KB) 1.15x, 28x28 over
-// 1 (192 KB) 1.11x; past that mixed or lost: 16x16 and 14x14 over 2 (295 KB) 0.86x and
-// 1.39x, 12x12 over 3 (350 KB) 0.62x, 20x20 over 1 (377 KB) 0.85x, 14x14 over 1 (590 KB)
-// 0.42-0.47x.
+// On a Zen 5 the Winograd data gradient paid on more transformed filter a tile over many
+// tiles (at least kWinogradDataMinTilesZen5, all images). Kernel alone (ms ratio nxc_cs /
+// nxc_wg, both orders; bench/RESULTS.md, sixty-ninth session): 256 x 256 channels over 128
+// tiles (73 KB a tile) 16x16 at batch 8 1.13-1.40x, rn50_3x3_14 1.15-2.0x (its time bimodal
+// with the VM's phase: the 9.4 MB transformed filter in this VM's share of the L3 or not;
+// in the suite 1.17x and 2.0x), 24x24 over 3 images (108 tiles, 87 KB) 1.16-1.23x. On fewer
+// tiles mixed: 128 channels on 7x7 at batch 8 (32 tiles, 73 KB) 0.49-0.51x, 256 on 14x14
+// at batch 4 (64 tiles, 147 KB) 0.86-0.88x, 16x16 at batch 4 1.15x once. (Under 64 KB, as
+// everywhere, 128 channels on 7x7 at batch 16, 64 tiles, 0.70-0.72x: not changed here.)
+// dl_3x3_d2's phases hold 64-100 tiles: with its 17x17 phase (100) on Winograd and the
+// others direct, its data gradient ran 0.95x of the dilated nxc_cs (three suite runs).
 constexpr int64_t kWinogradDataFilterBytesPerTileZen5 = 160 << 10;
+constexpr int64_t kWinogradDataMinTilesZen5 = 104;
 // On 3-D layers the data gradient keeps this many slices of dy's transformed tiles per block
 // (schedules/cpu_winograd.cpp: the storage folded along depth), so both gradients take at
 // most this many depth taps (generators/winograd.h's kWinogradMaxDepthTaps).
