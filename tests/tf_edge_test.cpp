@@ -1362,7 +1362,7 @@ TEST(TfEdge, WinogradBothGradients) {
 // run direct there and Winograd on other CPUs; 24x24 over 3 images (108 tiles, 87 KB)
 // Winograd on both. Data gradients: 24x24 over 3 (87 KB) and 14x14 over 8 (128 tiles, 73
 // KB, and its NCHW form) take Winograd there and the direct nxc_cs elsewhere; 14x14 over 4
-// (64 tiles), 128 channels on 7x7 over 8 (32 tiles, 73 KB) and DeepLab's layer (phases of
+// (64 tiles), 7x7 images (4 tiles each: 128 channels over 8, 256 over 32) and DeepLab's layer (phases of
 // 64-100 tiles, dilated whole; in NCHW rows of every other pixel) nxc_cs / ncx_cs on both.
 TEST(TfEdge, WinogradBoundsOnZen5) {
     TfConv2D deeplab = conv({4, 33, 33, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
@@ -1374,6 +1374,7 @@ TEST(TfEdge, WinogradBoundsOnZen5) {
     const TfConv2D two_images = conv({2, 14, 14, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
     const TfConv2D four_images = conv({4, 14, 14, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
     const TfConv2D small_planes = conv({8, 7, 7, 128}, {3, 3, 128, 128}, "SAME", 1, 1);
+    const TfConv2D small_planes_many = conv({32, 7, 7, 256}, {3, 3, 256, 256}, "SAME", 1, 1);  // 128 tiles
     for (const RegistryCpu cpu : {RegistryCpu::kOther, RegistryCpu::kIntel, RegistryCpu::kZen5}) {
         const ScopedRegistryCpu pinned(cpu);
         const bool zen5 = cpu == RegistryCpu::kZen5;
@@ -1385,7 +1386,7 @@ TEST(TfEdge, WinogradBoundsOnZen5) {
             ASSERT_NO_FATAL_FAILURE(expect_kernel(c, zen5 ? "bwd_data_f32_nxc_wg" : "bwd_data_f32_nxc_cs"));
         }
         ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(resnet), zen5 ? "bwd_data_f32_ncx_wg" : "bwd_data_f32_ncx_cs"));
-        for (const TfConv2D &c : {two_images, four_images, small_planes, deeplab}) {
+        for (const TfConv2D &c : {two_images, four_images, small_planes, small_planes_many, deeplab}) {
             ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_nxc_cs"));
         }
         ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(deeplab), "bwd_data_f32_ncx_cs"));

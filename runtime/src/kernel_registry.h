@@ -317,8 +317,12 @@ constexpr int64_t kWinogradDataFilterBytesPerTile = 64 << 10;
 // everywhere, 128 channels on 7x7 at batch 16, 64 tiles, 0.70-0.72x: not changed here.)
 // dl_3x3_d2's phases hold 64-100 tiles: with its 17x17 phase (100) on Winograd and the
 // others direct, its data gradient ran 0.95x of the dilated nxc_cs (three suite runs).
+// And images (slices) of at least kWinogradDataMinSliceTilesZen5 tiles: on 7x7 images (4
+// tiles, each past the edge) Winograd lost at any batch, 256 channels over 32 images (128
+// tiles, 73 KB) 0.79-0.82x, 64 channels 0.77-0.82x.
 constexpr int64_t kWinogradDataFilterBytesPerTileZen5 = 160 << 10;
 constexpr int64_t kWinogradDataMinTilesZen5 = 104;
+constexpr int64_t kWinogradDataMinSliceTilesZen5 = 16;
 // On 3-D layers the data gradient keeps this many slices of dy's transformed tiles per block
 // (schedules/cpu_winograd.cpp: the storage folded along depth), so both gradients take at
 // most this many depth taps (generators/winograd.h's kWinogradMaxDepthTaps).

@@ -112,7 +112,8 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     // 0.86x.)
     const bool zen5 = registry_cpu_zen5();
     const int64_t filter_sum_bytes = zen5 ? kWinogradFilterSumBytesPerTileZen5 : kWinogradFilterSumBytesPerTile;
-    const bool zen5_data = zen5 && tiles >= kWinogradDataMinTilesZen5 && dense(act0) && dense(act1);
+    const bool zen5_data = zen5 && tiles >= kWinogradDataMinTilesZen5 &&
+                           tiles_along(w) * tiles_along(h) >= kWinogradDataMinSliceTilesZen5 && dense(act0) && dense(act1);
     const int64_t data_filter_bytes = zen5_data ? kWinogradDataFilterBytesPerTileZen5 : kWinogradDataFilterBytesPerTile;
     const int64_t bytes_per_tile = d == Direction::kBackwardWeights ? filter_sum_bytes : data_filter_bytes;
     if (filter_bytes > bytes_per_tile * tiles) return false;
