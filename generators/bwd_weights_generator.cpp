@@ -250,8 +250,9 @@ public:
                 // / s), ceil((X + pad - k*d) / s)), each `likely`: Halide then tightens the
                 // reduction's loops to them (r$x.rebased), and a row's loop over positions
                 // holds no test. (As a test of the index, i >= 0 && i < X, every position took
-                // two compares and branches, and the loop two back-edges; kernel alone on a
-                // Zen 5, interleaved runs, ~1.03x rn50_1x1_56, ~1.05x rn50_3x3s2_28:
+                // two compares and branches, and the loop two back-edges. Kernel alone on a
+                // Zen 5 the change measured within the noise, rn50_1x1_56 0.96-1.12x,
+                // rn50_3x3s2_28 0.99-1.10x: the loop waits on its loads, not on issue;
                 // bench/RESULTS.md, sixty-ninth session.)
                 for (int a = 0; a < 3; a++) {
                     const Expr from = ax[a].pad_begin - k[a] * ax[a].dilation;

@@ -308,8 +308,8 @@ TEST(OneDnnGraphFixed, RowTileKernels3D) {
 // slices (the dilation phases' 3-D views, 8x8 slices). Not taken: 5 depth taps (the data
 // gradient keeps 4 slices of dy's tiles: kWinogradMaxDepthTaps), a depth stride of 2, 40 dy
 // channels, and for the filter gradient dy's 5x10 slices (tiles of 8x12: 1.9x the work;
-// kernel_registry.h: kWinogradMaxOvercompute). (Under the filter gradient's bound of CPUs
-// other than the Zen 5, on any host, so that every host runs these Winograd kernels.)
+// kernel_registry.h: kWinogradMaxOvercompute). (Under the Winograd bounds of CPUs other than
+// the Zen 5, on any host, so that every host runs these Winograd kernels.)
 TEST(OneDnnGraphFixed, WinogradGradients3D) {
     const ScopedRegistryCpu other(RegistryCpu::kOther);
     Rng rng(9119);

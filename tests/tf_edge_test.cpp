@@ -1298,7 +1298,7 @@ TEST(TfEdge, DepthwiseFlatPlanesRowEndsStayOut) {
 // KB of transformed filter a tile for the data gradient, 128 KB of sums for the filter
 // gradient; kernel_registry.h), which 108 tiles take for the filter gradient and 180 for both,
 // and 96 x 32 over 4 tiles (110 KB a tile; the filter gradient takes it). (The rule of CPUs
-// other than the Zen 5, on any host: the Zen 5's is WinogradFilterSumsOnZen5's.)
+// other than the Zen 5, on any host: the Zen 5's is WinogradBoundsOnZen5's.)
 TEST(TfEdge, WinogradBothGradients) {
     const ScopedRegistryCpu other(RegistryCpu::kOther);
     TfConv2D explicit_pads = conv({1, 12, 12, 32}, {3, 3, 32, 32}, "EXPLICIT", 1, 1);

@@ -106,18 +106,18 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     if (filter_bytes > kWinogradMaxFilterBytes) return false;
     const int64_t w = act1.extent[kX], h = act1.extent[canonical::kY], slices = act1.extent[canonical::kZ];
     const auto tiles_along = [](int64_t e) { return (e + kWinogradTile - 1) / kWinogradTile; };
-    const int64_t tiles = tiles_along(w) * tiles_along(h) * slices * p.batch;
+    const int64_t slice_tiles = tiles_along(w) * tiles_along(h), tiles = slice_tiles * slices * p.batch;
     // (The Zen 5's data-gradient bound over many tiles where the kernel reads whole vectors:
     // NCX's phases, rows of every other pixel, ran slower on Winograd there, NCHW dl_3x3_d2
     // 0.86x.)
     const bool zen5 = registry_cpu_zen5();
     const int64_t filter_sum_bytes = zen5 ? kWinogradFilterSumBytesPerTileZen5 : kWinogradFilterSumBytesPerTile;
-    const bool zen5_data = zen5 && tiles >= kWinogradDataMinTilesZen5 &&
-                           tiles_along(w) * tiles_along(h) >= kWinogradDataMinSliceTilesZen5 && dense(act0) && dense(act1);
+    const bool zen5_data = zen5 && tiles >= kWinogradDataMinTilesZen5 && slice_tiles >= kWinogradDataMinSliceTilesZen5 &&
+                           dense(act0) && dense(act1);
     const int64_t data_filter_bytes = zen5_data ? kWinogradDataFilterBytesPerTileZen5 : kWinogradDataFilterBytesPerTile;
     const int64_t bytes_per_tile = d == Direction::kBackwardWeights ? filter_sum_bytes : data_filter_bytes;
     if (filter_bytes > bytes_per_tile * tiles) return false;
-    const int64_t tiled = tiles_along(w) * tiles_along(h) * kWinogradTile * kWinogradTile;
+    const int64_t tiled = slice_tiles * kWinogradTile * kWinogradTile;
     // Every pixel along x (channels-last: a pixel's channels and groups apart; channels-first:
     // 1), or a dilation phase's every d-th one. (Phases along y alone skip rows, not pixels:
     // the stricter bound, not measured there.)
