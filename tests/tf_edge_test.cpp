@@ -1364,6 +1364,10 @@ TEST(TfEdge, WinogradBothGradients) {
 // KB, and its NCHW form) take Winograd there and the direct nxc_cs elsewhere; 14x14 over 4
 // (64 tiles), 7x7 images (4 tiles each: 128 channels over 8, 256 over 32) and DeepLab's layer (phases of
 // 64-100 tiles, dilated whole; in NCHW rows of every other pixel) nxc_cs / ncx_cs on both.
+// Under the 64 KB bound, images of fewer than 16 tiles on a Zen 5 take Winograd only where
+// their tiles cover at most 1.25x their positions: 7x7 with 64 channels over 8 images (18 KB
+// a tile; 1.31x) direct there and Winograd elsewhere, in both layouts; 11x11 (1.19x) and 8x8
+// (whole tiles), 128 channels over 16 images, Winograd on every CPU.
 TEST(TfEdge, WinogradBoundsOnZen5) {
     TfConv2D deeplab = conv({4, 33, 33, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
     deeplab.dilations = {1, 2, 2, 1};
@@ -1375,6 +1379,9 @@ TEST(TfEdge, WinogradBoundsOnZen5) {
     const TfConv2D four_images = conv({4, 14, 14, 256}, {3, 3, 256, 256}, "SAME", 1, 1);
     const TfConv2D small_planes = conv({8, 7, 7, 128}, {3, 3, 128, 128}, "SAME", 1, 1);
     const TfConv2D small_planes_many = conv({32, 7, 7, 256}, {3, 3, 256, 256}, "SAME", 1, 1);  // 128 tiles
+    const TfConv2D small_planes_narrow = conv({8, 7, 7, 64}, {3, 3, 64, 64}, "SAME", 1, 1);
+    const TfConv2D planes_11 = conv({16, 11, 11, 128}, {3, 3, 128, 128}, "SAME", 1, 1);
+    const TfConv2D planes_8 = conv({16, 8, 8, 128}, {3, 3, 128, 128}, "SAME", 1, 1);
     for (const RegistryCpu cpu : {RegistryCpu::kOther, RegistryCpu::kIntel, RegistryCpu::kZen5}) {
         const ScopedRegistryCpu pinned(cpu);
         const bool zen5 = cpu == RegistryCpu::kZen5;
@@ -1390,6 +1397,12 @@ TEST(TfEdge, WinogradBoundsOnZen5) {
             ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_nxc_cs"));
         }
         ASSERT_NO_FATAL_FAILURE(expect_kernel(as_nchw(deeplab), "bwd_data_f32_ncx_cs"));
+        ASSERT_NO_FATAL_FAILURE(expect_kernel(small_planes_narrow, zen5 ? "bwd_data_f32_nxc_cs" : "bwd_data_f32_nxc_wg"));
+        ASSERT_NO_FATAL_FAILURE(
+            expect_kernel(as_nchw(small_planes_narrow), zen5 ? "bwd_data_f32_ncx_cs" : "bwd_data_f32_ncx_wg"));
+        for (const TfConv2D &c : {planes_11, planes_8}) {
+            ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_nxc_wg"));
+        }
     }
 }
 
@@ -1402,8 +1415,10 @@ TEST(TfEdge, WinogradBoundsOnZen5) {
 // that reads no dy: zeros); a phase too small for whole tiles (a direct kernel for it in
 // NHWC; in NCHW the whole call dilated). Both layouts' results against the reference; NCHW's phases
 // (rows of every other pixel) take ncx_wg for the data gradient, while the filter
-// gradient's, whose copies would gather, run dilated.
+// gradient's, whose copies would gather, run dilated. (The rule of CPUs other than the Zen 5,
+// on any host: there the phases of fewer than 16 tiles that overcompute go direct.)
 TEST(TfEdge, DilatedGradientPhases) {
+    const ScopedRegistryCpu other(RegistryCpu::kOther);
     const auto dilated = [](TfConv2D c, int64_t dh, int64_t dw) {
         c.dilations = {1, dh, dw, 1};
         return c;

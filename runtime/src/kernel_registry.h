@@ -323,6 +323,14 @@ constexpr int64_t kWinogradDataFilterBytesPerTile = 64 << 10;
 constexpr int64_t kWinogradDataFilterBytesPerTileZen5 = 160 << 10;
 constexpr int64_t kWinogradDataMinTilesZen5 = 104;
 constexpr int64_t kWinogradDataMinSliceTilesZen5 = 16;
+// And on a Zen 5, on images (slices) of fewer tiles than that, the data gradient takes
+// Winograd only where its tiles cover at most kWinogradDataMaxSmallSliceOvercomputeZen5 times
+// the positions (under any bound on bytes). Kernel alone (ms ratio nxc_cs / nxc_wg, both
+// orders; bench/RESULTS.md, seventieth session): 7x7 images (1.31x) lost, 64 channels over 8
+// images 0.47-0.48x (NCHW, ncx_cs / ncx_wg, 0.61-0.64x), over 32 0.79-0.80x, 128 channels
+// over 16 0.75-0.94x; 11x11 (1.19x) won 1.13-1.14x and 8x8 (whole tiles) 1.30-1.74x, 128
+// channels over 16 images; 14x14 (16 tiles, 1.31x) 1.38-1.42x, 128 channels over 8.
+constexpr double kWinogradDataMaxSmallSliceOvercomputeZen5 = 1.25;
 // On 3-D layers the data gradient keeps this many slices of dy's transformed tiles per block
 // (schedules/cpu_winograd.cpp: the storage folded along depth), so both gradients take at
 // most this many depth taps (generators/winograd.h's kWinogradMaxDepthTaps).
