@@ -118,16 +118,16 @@ bool winograd_fits(Direction d, const ConvProblem &p, const CanonicalView &act0,
     const int64_t bytes_per_tile = d == Direction::kBackwardWeights ? filter_sum_bytes : data_filter_bytes;
     if (filter_bytes > bytes_per_tile * tiles) return false;
     const int64_t tiled = slice_tiles * kWinogradTile * kWinogradTile;
-    // (On a Zen 5 small images lose the data gradient's tiles past their edge: 7x7.)
-    if (zen5 && d == Direction::kBackwardData && slice_tiles < kWinogradDataMinSliceTilesZen5 &&
-        tiled > kWinogradDataMaxSmallSliceOvercomputeZen5 * w * h) {
-        return false;
-    }
     // Every pixel along x (channels-last: a pixel's channels and groups apart; channels-first:
     // 1), or a dilation phase's every d-th one. (Phases along y alone skip rows, not pixels:
     // the stricter bound, not measured there.)
     const bool every_pixel = act1.stride[kX] == 1 || act1.stride[kX] == act1.extent[kC] * act1.extent[kG];
-    return tiled <= (every_pixel ? kWinogradMaxOvercompute : kWinogradMaxPhaseOvercompute) * w * h;
+    double max_overcompute = every_pixel ? kWinogradMaxOvercompute : kWinogradMaxPhaseOvercompute;
+    // (On a Zen 5 small images lose the data gradient's tiles past their edge: 7x7.)
+    if (zen5 && d == Direction::kBackwardData && slice_tiles < kWinogradDataMinSliceTilesZen5) {
+        max_overcompute = std::min(max_overcompute, kWinogradDataMaxSmallSliceOvercomputeZen5);
+    }
+    return tiled <= max_overcompute * w * h;
 }
 
 // Along axis `a` (ConvProblem's, outermost first), how many of one image's output positions
