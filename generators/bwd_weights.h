@@ -13,6 +13,10 @@ constexpr int kSmallGroupPairChannels = 8;
 struct BwdWeightsStages {
     Func dw;         // output, storage type
     Func acc;        // accumulator
+    // nxc_wr: the reduction whole (no chunks, no rfactor), summed per tile in registers and
+    // stored into dw, which reads it alone (schedules/cpu_bwd_weights.cpp); undefined
+    // elsewhere.
+    Func whole;
     Func x_in, dy_in;  // inputs (x zero-padded) in the accumulator type (schedules may stage them)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     // ncx (32-bit types): the pipeline runs the TransposedRows lowering pass

@@ -8,6 +8,7 @@
 #include "flat_planes.h"
 #include "next_image_prefetch.h"
 #include "next_tile_prefetch.h"
+#include "streaming_stores.h"
 #include "transposed_rows.h"
 #include "winograd.h"
 
@@ -51,6 +52,11 @@ public:
     // thread's task is a block of groups over every image, summed in registers, with no
     // partial sums per chunk (schedules/cpu_bwd_weights.cpp).
     GeneratorParam<bool> group_tasks{"group_tasks", false};
+    // true: the whole-reduction variant (nxc_wr: NHWC layers with few positions to reduce
+    // over, e.g. 7x7 planes or batch 1): each tile sums every position in registers and
+    // stores its sums into dw, without the partial sums per chunk that nxc writes, adds and
+    // copies, three passes over the filter (schedules/cpu_bwd_weights.cpp).
+    GeneratorParam<bool> whole_reduction{"whole_reduction", false};
 
     void configure() {
         const Type t = buffer_type();
@@ -92,6 +98,10 @@ public:
         if (group_tasks && (variant_layout() != Layout::NXG || staged_dy || plain_x || bt.bits() == 16 ||
                             get_target().has_gpu_feature())) {
             throw std::invalid_argument("convgrad: group_tasks is a CPU variant of layout=nxg alone, for native float types");
+        }
+        if (whole_reduction && (variant_layout() != Layout::NXC || small_groups || plain_x || bt.bits() == 16 ||
+                                get_target().has_gpu_feature() || autoscheduled())) {
+            throw std::invalid_argument("convgrad: whole_reduction is a CPU variant of layout=nxc alone, for native float types");
         }
         if (small_groups && bt.bits() == 16) {
             throw std::invalid_argument("convgrad: small_groups is a variant for native float types");
@@ -321,7 +331,16 @@ public:
             }
             sum -= s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g);
         }
-        dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(sum);
+        if (whole_reduction) {
+            // nxc_wr: the reduction whole, in registers per tile, straight into dw.
+            s.whole = Func("acc_whole");
+            s.whole(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
+            s.whole(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
+                s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
+            dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(s.whole(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
+        } else {
+            dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(sum);
+        }
         s.dw = dw;
 
         constrain_activation_strides(x, lay);
@@ -370,6 +389,9 @@ public:
                 // next co block's dy (next_tile_prefetch.h).
                 add_next_tile_prefetch(get_pipeline(), get_target(), *get_externs_map(), bt.bytes(), kFilterGradientTiles);
             }
+            // nxc_wr's tiles store dw's lines whole, once each: a large dw is streamed
+            // (streaming_stores.h).
+            if (whole_reduction) add_streaming_stores(get_pipeline(), get_target(), *get_externs_map());
             // nxg_gt's tiles prefetch the next image's dy (next_image_prefetch.h).
             if (s.group_tasks) add_next_image_prefetch(get_pipeline(), get_target(), *get_externs_map(), bt.bytes());
         }

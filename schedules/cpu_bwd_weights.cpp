@@ -432,7 +432,9 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // stay parallel to make about 16 (5 other tasks: 5 co blocks in 3 tasks of 2, 2, 1).
     Var co_oo("co_oo"), co_oi("co_oi"), g_p("g_p"), g_par("g_par");
     // `pairs` (nxc_sg): the tile spans a pair of groups (g_par innermost, see below).
-    auto nest = [&](Stage st, int ci_factor, int co_factor, bool row_taps, bool chunk_threads, bool pairs) {
+    // `whole`: the tiles of s.whole (nxc_wr), dw's own loops (no chunks: u and w are not there).
+    auto nest = [&](Stage st, int ci_factor, int co_factor, bool row_taps, bool chunk_threads, bool pairs,
+                    bool whole = false) {
         const Expr co_blocks = ceil_div(s.co_extent, co_factor);
         const Expr other_tasks = ceil_div(s.ci_extent, ci_factor) * (row_taps ? 1 : s.kx_extent) * s.ky_extent *
                                  s.kz_extent * (pairs ? s.g_extent / 2 : s.g_extent);
@@ -440,7 +442,9 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         const Expr co_serial = chunk_threads ? Expr(1) : Halide::max(1, ceil_div(co_blocks, co_tasks));
         st.split(s.co, co_o, co_i, co_factor)
             .split(co_o, co_oo, co_oi, co_serial, TailStrategy::GuardWithIf)
-            .split(s.ci, ci_o, ci_i, ci_factor, ci_factor == s.x_block ? TailStrategy::RoundUp : TailStrategy::Auto);
+            .split(s.ci, ci_o, ci_i, ci_factor,
+                   whole ? TailStrategy::GuardWithIf
+                          : ci_factor == s.x_block ? TailStrategy::RoundUp : TailStrategy::Auto);
         // (RoundUp: the branch takes an even number of groups, and a pair's tile starts at an
         // even group, which lets Halide see x_pairs' lanes as one 64-bit broadcast.)
         if (pairs) st.split(s.g, g_p, g_par, 2, TailStrategy::RoundUp).unroll(g_par);
@@ -451,7 +455,8 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         if (pairs) order.insert(order.begin() + 1, g_par);
         for (const Var &d : {co_oi, co_oo, ci_o}) order.push_back(d);
         if (!row_taps) order.push_back(s.kx);
-        for (const Var &d : {s.ky, s.kz, g_loop, u, w}) order.push_back(d);
+        for (const Var &d : {s.ky, s.kz, g_loop}) order.push_back(d);
+        if (!whole) order.insert(order.end(), {u, w});
         st.reorder(order);
         if (row_taps) st.unroll(s.kx);
         // Nested parallel loops, not one fused loop: Halide 14 gives the dims of a fused loop
@@ -564,6 +569,34 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         }
         nest(outer, 1, 1, false, chunk_threads, false);
     };
+    if (s.whole.defined()) {
+        // nxc_wr: the tile nest is dw's own, each tile's sums over every position stored from
+        // registers straight into dw (the registry sends layers with few positions and tiles
+        // of ci_tile x co_tile or more). Through nxc's partial sums such a layer wrote its
+        // filter three times (the sums, acc's block, dw): batch-1 2048 -> 512 on 7x7 spent
+        // 0.53 ms of its 0.79 there (Halide's profiler).
+        // A tile's input channels are a whole block of x_blocks (aligned, guarded at the
+        // end: the last block's spare slots read copies of its last channel), so its
+        // broadcasts read one block at constant offsets.
+        // (HWIO, dw's co contiguous: dense vector stores; other filter layouts scatter.)
+        for (Stage st : {s.dw.specialize(s.dw_co_stride == 1), Stage(s.dw)}) {
+            nest(st, ci_tile, co_tile, false, false, false, true);
+            st.vectorize(co_i, vec).unroll(ci_i);
+        }
+        s.whole.compute_at(s.dw, co_oi)
+            .reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g)
+            .align_bounds(s.ci, ci_tile)
+            .bound_extent(s.ci, ci_tile);
+        s.whole.split(s.co, co_vo, co_vi, vec, TailStrategy::GuardWithIf).vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+        s.whole.update()
+            .split(s.co, co_vo, co_vi, vec, TailStrategy::GuardWithIf)
+            .reorder(co_vi, co_vo, s.ci, s.kx, ox, oy, oz, n)
+            .vectorize(co_vi)
+            .unroll(co_vo)
+            .unroll(s.ci);
+        stage_x_blocks(s, vec, channels_first);
+        return;
+    }
     tile_branches(sums.specialize(per_chunk), true);
     tile_branches(sums, false);
     // x staged once with its zero border (channels innermost, as in x): the tiles then

@@ -7,7 +7,7 @@
 # Each kernel prints two lines: "GENERATOR DTYPE VARIANT", then FIXED. kernel-ab.sh's PARAMS
 # are the variant's generator params: layout=BASE plus one per suffix, as
 # generators/CMakeLists.txt maps them (_fp flat_planes=true, _ip dy_in_place=true, _gt
-# group_tasks=true, _xp plain_x=true, _sd staged_dy=true, _sg small_groups=true, ...).
+# group_tasks=true, _wr whole_reduction=true, _xp plain_x=true, _sd staged_dy=true, _sg small_groups=true, ...).
 # e.g. scripts/fixed-strings.sh 'g960mb8ic960ih7iw7oc960oh7ow7kh3kw3sh1sw1ph1pw1dh0dw0n"mb_dw960_7"' nchw BWD_W
 set -euo pipefail
 [ $# -ge 1 ] || { sed -n '2,11p' "$0"; exit 2; }

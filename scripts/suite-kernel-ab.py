@@ -14,7 +14,7 @@ import argparse, math, os, re, subprocess, sys
 # runtime/src/kernel_variant.h (KernelVariant::generator_params) and generators/CMakeLists.txt.
 SUFFIXES = [("_wg", "winograd=true"), ("_sg", "small_groups=true"), ("_cs", "channel_slabs=true"),
             ("_pw", "pointwise=true"), ("_db", "dy_broadcasts=true"), ("_sd", "staged_dy=true"),
-            ("_xp", "plain_x=true"), ("_gt", "group_tasks=true"), ("_ip", "dy_in_place=true"),
+            ("_xp", "plain_x=true"), ("_gt", "group_tasks=true"), ("_wr", "whole_reduction=true"), ("_ip", "dy_in_place=true"),
             ("_fp", "flat_planes=true"), ("_px", "pixel_vectors=true"), ("_s2", "x_phases=2")]
 
 

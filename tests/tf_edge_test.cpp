@@ -84,6 +84,15 @@ void expect_kernel(TfConv2D c, const std::string &kernel, DType dtype = DType::k
         << describe(c);
 }
 
+// The NHWC dense filter gradient's kernel past the refinements a test is about: nxc_wr over
+// few positions (kernel_registry.h: kWholeReductionMaxPositions; the layers here have its
+// channels; TfEdge.WholeReductionFilterGradient), else nxc.
+std::string nxc_filter_kernel(TfConv2D c) {
+    EXPECT_TRUE(infer_out_backprop(c));
+    const int64_t positions = c.out_backprop[0] * c.out_backprop[1] * c.out_backprop[2];
+    return positions <= kWholeReductionMaxPositions ? "bwd_weights_f32_nxc_wr" : "bwd_weights_f32_nxc";
+}
+
 // VALID, stride 3, kernel 2: input sizes 5, 6 and 7 all give output 2. input_sizes decides;
 // the trailing rows no output reaches get zero gradient (checked against NaN poison).
 TEST(TfEdge, AmbiguousInputSizes) {
@@ -308,11 +317,13 @@ TEST(TfEdge, SmallGroupsStagedWithConstantStride) {
 // width), groups of 12 (blocks within each group), a stride and a dilation; NHWC (copied
 // along rows) and NCHW (ncx: a transposing copy).
 TEST(TfEdge, BlockedInputChannelFilters) {
-    TfConv2D dilated = conv({2, 10, 11, 12}, {3, 3, 12, 40}, "SAME", 1, 1);
+    // (Batches with more than kWholeReductionMaxPositions positions where the channels would
+    // send the layer to nxc_wr.)
+    TfConv2D dilated = conv({5, 10, 11, 12}, {3, 3, 12, 40}, "SAME", 1, 1);
     dilated.dilations = {1, 2, 2, 1};
-    for (const TfConv2D &c : {conv({2, 9, 10, 9}, {3, 3, 9, 32}, "SAME", 1, 1),
-                              conv({1, 8, 11, 20}, {1, 1, 20, 48}, "VALID", 1, 1),
-                              conv({2, 13, 12, 12}, {3, 3, 12, 64}, "SAME", 2, 2),
+    for (const TfConv2D &c : {conv({6, 9, 10, 9}, {3, 3, 9, 32}, "SAME", 1, 1),
+                              conv({6, 8, 11, 20}, {1, 1, 20, 48}, "VALID", 1, 1),
+                              conv({13, 13, 12, 12}, {3, 3, 12, 64}, "SAME", 2, 2),
                               dilated,
                               conv({2, 9, 10, 24}, {3, 3, 12, 48}, "SAME", 1, 1),  // 2 groups of 12
                               conv({1, 9, 10, 7}, {3, 3, 7, 32}, "SAME", 1, 1),
@@ -323,7 +334,7 @@ TEST(TfEdge, BlockedInputChannelFilters) {
         expect_kernel(c, "bwd_weights_f32_nxc");
         expect_matches_reference(as_nchw(c));
     }
-    expect_kernel(as_nchw(conv({2, 9, 10, 9}, {3, 3, 9, 32}, "SAME", 1, 1)), "bwd_weights_f32_ncx");
+    expect_kernel(as_nchw(conv({6, 9, 10, 9}, {3, 3, 9, 32}, "SAME", 1, 1)), "bwd_weights_f32_ncx");
 }
 
 // The small-group filter-gradient kernels (nxc_sg, ncx_sg: tiles over pairs of groups of 8
@@ -385,8 +396,9 @@ TEST(TfEdge, CacheBlockedFilterGradient) {
 // (the last partial: 80 output channels, which keep it off the Winograd kernel) run in
 // series; 20 channels take a partial co block.
 TEST(TfEdge, FewChunkFilterTasks) {
-    const std::vector<TfConv2D> cases = {conv({1, 9, 11, 40}, {1, 1, 40, 160}, "VALID", 1, 1),
-                                         conv({2, 7, 7, 64}, {3, 3, 64, 80}, "SAME", 1, 1),
+    // (Batches with more than kWholeReductionMaxPositions positions: nxc_wr's otherwise.)
+    const std::vector<TfConv2D> cases = {conv({6, 9, 11, 40}, {1, 1, 40, 160}, "VALID", 1, 1),
+                                         conv({11, 7, 7, 64}, {3, 3, 64, 80}, "SAME", 1, 1),
                                          conv({1, 6, 5, 24}, {1, 1, 24, 20}, "VALID", 1, 1)};
     for (const TfConv2D &c : cases) {
         expect_matches_reference(c);
@@ -832,7 +844,7 @@ TEST(TfEdge, DyBroadcastFilters) {
                                           conv({2, 7, 7, 32}, {1, 1, 32, 64}, "VALID", 1, 1)};
     for (const TfConv2D &c : others) {
         expect_matches_reference(c);
-        expect_kernel(c, c.data_format == "NCHW" ? "bwd_weights_f32_ncx" : "bwd_weights_f32_nxc");
+        expect_kernel(c, c.data_format == "NCHW" ? "bwd_weights_f32_ncx" : nxc_filter_kernel(c));
     }
 }
 
@@ -1327,7 +1339,8 @@ TEST(TfEdge, WinogradBothGradients) {
         for (const TfConv2D &c : {nhwc, as_nchw(nhwc)}) {
             const std::string layout = c.data_format == "NCHW" ? "ncx" : "nxc";
             ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_data_f32_" + layout + "_cs"));
-            ASSERT_NO_FATAL_FAILURE(expect_kernel(c, "bwd_weights_f32_" + layout + (wide ? "" : "_wg")));
+            const std::string direct = layout == "ncx" ? "bwd_weights_f32_ncx" : nxc_filter_kernel(c);
+            ASSERT_NO_FATAL_FAILURE(expect_kernel(c, wide ? direct : "bwd_weights_f32_" + layout + "_wg"));
         }
     }
     TfConv2D dilated = conv({1, 12, 12, 64}, {3, 3, 64, 64}, "SAME", 1, 1);
@@ -1343,7 +1356,7 @@ TEST(TfEdge, WinogradBothGradients) {
     for (const auto &[c, data_kernel] : others) {
         expect_kernel(c, "bwd_data_f32_" + data_kernel);
         const bool nchw = data_kernel.rfind("ncx", 0) == 0;
-        expect_kernel(c, nchw ? "bwd_weights_f32_ncx" : "bwd_weights_f32_nxc");
+        expect_kernel(c, nchw ? "bwd_weights_f32_ncx" : nxc_filter_kernel(c));
     }
     const TfConv2D many_tiles = conv({3, 24, 24, 256}, {3, 3, 256, 256}, "SAME", 1, 1);  // 108 tiles
     expect_kernel(many_tiles, "bwd_weights_f32_nxc_wg");
@@ -1386,7 +1399,7 @@ TEST(TfEdge, WinogradBoundsOnZen5) {
         const ScopedRegistryCpu pinned(cpu);
         const bool zen5 = cpu == RegistryCpu::kZen5;
         for (const TfConv2D &c : {few_tiles, deeplab, narrow}) {
-            ASSERT_NO_FATAL_FAILURE(expect_kernel(c, zen5 ? "bwd_weights_f32_nxc" : "bwd_weights_f32_nxc_wg"));
+            ASSERT_NO_FATAL_FAILURE(expect_kernel(c, zen5 ? nxc_filter_kernel(c) : "bwd_weights_f32_nxc_wg"));
         }
         ASSERT_NO_FATAL_FAILURE(expect_kernel(many_tiles, "bwd_weights_f32_nxc_wg"));
         for (const TfConv2D &c : {many_tiles, resnet}) {
@@ -1456,5 +1469,35 @@ TEST(TfEdge, DilatedGradientPhases) {
     expect_kernel(dilated(conv({1, 12, 12, 64}, {3, 3, 64, 64}, "SAME", 1, 1), 2, 2), "bwd_data_f32_nxc_cs");
 }
 
+
+// NHWC filter gradients over few positions (at most kWholeReductionMaxPositions dy positions
+// over all images) with an XIO filter and a tile's channels per group (8 of x, 32 of dy)
+// take nxc_wr: each tile sums every position in registers and stores into dw, no partial
+// sums. Ragged tiles (12 x channels: a partial block of 8; 40 dy channels: the last tile
+// shifted inwards), strides, uneven padding with dilation, groups of 8 x 32 channels, and a
+// dw of 4 MB (streamed) match the reference; float64 has no such variant (nxc). The rule's
+// edges name the kernels on either side.
+TEST(TfEdge, WholeReductionFilterGradient) {
+    expect_filter_gradient_by(conv({1, 7, 7, 64}, {1, 1, 64, 96}, "VALID", 1, 1), "nxc_wr", 31, "nxc");
+    expect_filter_gradient_by(conv({2, 5, 6, 12}, {3, 3, 12, 40}, "SAME", 1, 1), "nxc_wr", 32, "nxc");
+    expect_filter_gradient_by(conv({1, 9, 11, 16}, {3, 3, 16, 32}, "SAME", 2, 2), "nxc_wr", 33, "nxc");
+    expect_filter_gradient_by(uneven_pads_dilated(conv({1, 9, 10, 24}, {3, 3, 24, 48}, "EXPLICIT", 1, 1)), "nxc_wr", 34,
+                              "nxc");
+    expect_filter_gradient_by(conv({2, 6, 6, 16}, {3, 3, 8, 64}, "SAME", 1, 1), "nxc_wr", 35, "nxc");  // 2 groups
+    expect_filter_gradient_by(conv({1, 4, 4, 1024}, {1, 1, 1024, 1024}, "VALID", 1, 1), "nxc_wr", 36, "nxc");
+    // 512 positions, and one row more; 7 x channels; 31 dy channels.
+    expect_kernel(conv({2, 16, 16, 8}, {1, 1, 8, 32}, "VALID", 1, 1), "bwd_weights_f32_nxc_wr");
+    expect_kernel(conv({2, 16, 17, 8}, {1, 1, 8, 32}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+    expect_kernel(conv({2, 16, 16, 7}, {1, 1, 7, 32}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+    expect_kernel(conv({2, 16, 16, 8}, {1, 1, 8, 31}, "VALID", 1, 1), "bwd_weights_f32_nxc");
+    // An OIX filter (oneDNN's): dw's co not contiguous, nxc.
+    TfConv2D c = conv({1, 7, 7, 64}, {1, 1, 64, 96}, "VALID", 1, 1);
+    ASSERT_TRUE(infer_out_backprop(c));
+    Result<ConvProblem> p = tf_problem(c, false, DType::kFloat32);
+    ASSERT_TRUE(p.is_ok()) << p.status.message();
+    EXPECT_EQ(routed_kernel(p.value, Direction::kBackwardWeights), kernel_on_this_path("bwd_weights_f32_nxc_wr"));
+    p.value.filter_layout = FilterLayout::kOIX;
+    EXPECT_EQ(routed_kernel(p.value, Direction::kBackwardWeights), "bwd_weights_f32_nxc");
+}
 }  // namespace
 }  // namespace convgrad::test

@@ -51,6 +51,10 @@ struct LayoutRequirement {
                                  // 3x3 strided along x), kGroupTaskMinGroupBytes of groups or more
     bool dy_in_place = false;    // nxg_ip: data gradient, 2-D 3x3 filters, unit strides and
                                  // dilations, kInPlaceMinGroupBytes of groups or more
+    bool whole_reduction = false;  // nxc_wr: filter gradient, an XIO filter, at most
+                                   // kWholeReductionMaxPositions dy positions, at least
+                                   // kWholeReductionMinXChannels x and kWholeReductionMinDyChannels
+                                   // dy channels per group
 };
 
 // The most dx channels per group the pixel-vector variants take (generators/bwd_data.h).
@@ -227,6 +231,24 @@ constexpr int64_t kDepthwisePlainXFrameShare = 3;
 // 1.16, 48 on 56x56 1.24, 80 1.73, 112 1.55, 144 1.74, 96 on 112x112 stride 2
 // (mb_dw96s2_112) 1.47. Those problems take nxg_sd or nxg there.
 constexpr int64_t kDepthwisePlainXIntelMaxVectors = 8;
+// The whole-reduction variant (nxc_wr: NHWC filter gradients whose tiles each sum every
+// position in registers and store their sums into dw; no partial sums per chunk of rows, no
+// pass adding them, none copying them into dw) takes XIO filters (dw's co contiguous: whole
+// vectors stored) with at most kWholeReductionMaxPositions dy positions (all images) and
+// tiles' worth of channels per group (8 of x, 32 of dy: AVX-512's 8 x 2-vector tile; the
+// tile spans co_tile dy channels, the last tile shifted inwards, so fewer would read past
+// dy). nxc splits its reduction into chunks of at least 512 positions (one chunk here) but
+// writes, adds and copies the filter's partial sums all the same: three passes over dw,
+// most of the call where the filter outweighs the positions' work. Kernel alone on the Zen 5
+// (AVX-512 f32, ms ratio nxc / nxc_wr, both orders; bench/RESULTS.md, seventy-first
+// session): batch-1 2048 -> 512 on 7x7 1.38-1.59x, batch-1 512 -> 512 3x3 on 7x7
+// 1.36-1.46x, rn50_1x1_7 (392 positions) 1.12-1.13x, batch-2 1024 -> 256 on 14x14 1.05x,
+// batch-1 256 -> 256 3x3 on 14x14 1.08-1.09x; at 784 positions even (512 -> 512 3x3 on 7x7
+// over 16 images 0.98-1.08x, 256 -> 256 3x3 on 14x14 over 4 images 0.97-1.03x), at 1568
+// nxc's chunks win (1024 -> 256 on 14x14 over 8 images 0.96x).
+constexpr int64_t kWholeReductionMaxPositions = 512;
+constexpr int64_t kWholeReductionMinXChannels = 8;
+constexpr int64_t kWholeReductionMinDyChannels = 32;
 // The group-task variant (nxg_gt: NHWC depthwise filter gradients where a thread's task is a
 // block of groups, two vectors of them where there are (the last block shifted inwards),
 // over every image: its taps summed

@@ -5,8 +5,8 @@
 // gradient's nxg_ip for 3x3 filters with dy read in place, nxg with groups
 // contiguous, ncg_fp for flat planes, and ncg, with rows contiguous), the
 // channel-contiguous ones (nxc_px for few channels, nxc_pw for pointwise layers, nxc_sg for
-// small groups, nxc_cs for whole slabs of channels, nxc_xp for the filter gradient's few
-// products per element of a large x, nxc), the row-contiguous ones (ncx_px_pw for pointwise
+// small groups, nxc_cs for whole slabs of channels, nxc_wr for the filter gradient's few
+// positions, nxc_xp for its few products per element of a large x, nxc), the row-contiguous ones (ncx_px_pw for pointwise
 // data gradients, ncx_px for rows of pixel vectors, ncx_cs, ncx_sg for the filter gradient's
 // small groups, ncx_db for pointwise filter gradients, ncx_xp, ncx), then the stride-agnostic (any) one; then the GPU kernels. The first
 // entry that accepts a problem runs.
@@ -59,6 +59,7 @@ constexpr LayoutRequirement layout_ncx_sg = {kX, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_db = {kX, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg_sd = {kG, true, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxc_xp = {kC, false, false, false, false, false, false, false, false, false, false, true};
+constexpr LayoutRequirement layout_nxc_wr = {kC, false, false, false, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_ncx_xp = {kX, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg_gt = {kG, true, false, false, false, false, false, false, false, false, false, false, true};
 constexpr LayoutRequirement layout_nxg_xp = {kG, true, false, false, false, false, false, false, false, false, false, true};
@@ -177,6 +178,18 @@ bool group_tasks_fit(const ConvProblem &p, const CanonicalView &dy) {
     return dy.extent[kX] * dy.extent[canonical::kY] * dy.extent[canonical::kZ] <=
                (strided ? kGroupTaskMaxStridedPositions : kGroupTaskMaxPositions) &&
            dy.extent[kG] * dtype_size(p.dtype) >= kGroupTaskMinGroupBytes;
+}
+
+// The whole-reduction filter gradient's problems (kernel_registry.h:
+// kWholeReductionMaxPositions): an XIO filter, few dy positions over all images, a tile's
+// channels per group on both sides (act0 is x, act1 is dy).
+bool whole_reduction_fits(const ConvProblem &p, const CanonicalView &x, const CanonicalView &dy) {
+    using canonical::kN;
+    using canonical::kY;
+    using canonical::kZ;
+    return p.filter_layout == FilterLayout::kXIO &&
+           dy.extent[kX] * dy.extent[kY] * dy.extent[kZ] * dy.extent[kN] <= kWholeReductionMaxPositions &&
+           x.extent[kC] >= kWholeReductionMinXChannels && dy.extent[kC] >= kWholeReductionMinDyChannels;
 }
 
 // The in-place depthwise data gradient's problems (kernel_registry.h: kInPlaceMinGroupBytes):
@@ -354,6 +367,7 @@ bool KernelEntry::accepts(Direction d, const ConvProblem &p, const CanonicalView
         if (registry_cpu_intel() && frame_fits(p, act0, act1)) return false;  // (kernel_registry.h)
     }
     if (needs.group_tasks && !group_tasks_fit(p, act1)) return false;
+    if (needs.whole_reduction && !whole_reduction_fits(p, act0, act1)) return false;
     if (needs.dy_in_place && !in_place_fits(p, act1)) return false;
     // Depthwise plain-x kernels (nxg_xp): strides of at most 2 (where x's reflected edge is a
     // pixel the same tap reads), at most kDepthwisePlainXMaxTaps taps, at most

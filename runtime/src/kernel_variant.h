@@ -6,7 +6,8 @@
 // small groups), or `_cs` (the data gradient's channel slabs: the filter packed in slabs of
 // the tile's width), or `_pw` (the data gradient's pointwise tiles that read dy in place:
 // `nxc_pw`, `ncx_px_pw`; the filter gradient's `_sg`, `nxc_sg` and `ncx_sg`, is its tiles over pairs of small groups), or `_db` (the filter gradient's channels-first tiles that broadcast dy
-// in place), or `_sd` (the filter gradient's NHWC depthwise tiles over dy staged per chunk), or `_ip` (the
+// in place), or `_sd` (the filter gradient's NHWC depthwise tiles over dy staged per chunk), or `_wr` (the
+// filter gradient's NHWC tiles over the whole reduction, stored into dw), or `_ip` (the
 // data gradient's NHWC depthwise 3x3 tiles that read dy in place), or `_xp` (the
 // filter gradient's dense tiles on x staged as it is, without blocks of the tile's channels), or `_fp` (depthwise channels-first planes seen flat, as one row each), or `_wg`
 // (Winograd F(4x4, 3x3) tiles, both directions, generators/winograd.h):
@@ -32,6 +33,7 @@ struct KernelVariant {
     bool flat_planes = false;
     bool plain_x = false;
     bool group_tasks = false;
+    bool whole_reduction = false;
     bool dy_in_place = false;
     bool winograd = false;
 
@@ -53,6 +55,7 @@ struct KernelVariant {
         v.staged_dy = strip("_sd");
         v.plain_x = strip("_xp");
         v.group_tasks = strip("_gt");
+        v.whole_reduction = strip("_wr");
         v.dy_in_place = strip("_ip");
         v.flat_planes = strip("_fp");
         v.pixel_vectors = strip("_px");
@@ -67,13 +70,13 @@ struct KernelVariant {
     // built without an SSE4.1 body).
     bool refinement() const {
         return pixel_vectors || small_groups || channel_slabs || pointwise || dy_broadcasts || staged_dy || plain_x ||
-               group_tasks || dy_in_place || flat_planes || winograd;
+               group_tasks || whole_reduction || dy_in_place || flat_planes || winograd;
     }
 
     // The generator params (`key=value`) after dtype; both generators take small_groups,
     // winograd and flat_planes, only the data gradient's takes x_phases, channel_slabs,
     // pointwise, dy_in_place and pixel_vectors, only the filter gradient's dy_broadcasts,
-    // staged_dy, plain_x and group_tasks.
+    // staged_dy, plain_x, group_tasks and whole_reduction.
     std::vector<std::string> generator_params(bool data) const {
         std::vector<std::string> out = {"layout=" + layout};
         if (data) out.push_back(std::string("x_phases=") + (x_phases ? "2" : "1"));
@@ -86,6 +89,7 @@ struct KernelVariant {
         if (!data) out.push_back(std::string("staged_dy=") + (staged_dy ? "true" : "false"));
         if (!data) out.push_back(std::string("plain_x=") + (plain_x ? "true" : "false"));
         if (!data) out.push_back(std::string("group_tasks=") + (group_tasks ? "true" : "false"));
+        if (!data) out.push_back(std::string("whole_reduction=") + (whole_reduction ? "true" : "false"));
         if (data) out.push_back(std::string("pixel_vectors=") + (pixel_vectors ? "true" : "false"));
         out.push_back(std::string("flat_planes=") + (flat_planes ? "true" : "false"));
         return out;
@@ -97,7 +101,7 @@ struct KernelVariant {
 // before dense, Winograd, flat-plane, pixel-vector, pointwise, small-group, channel-slab, plain-x, group-task and in-place variants before the layout they refine
 // (built for the dtypes with native float arithmetic, f32 and f64, as in
 // generators/CMakeLists.txt; float64, kept exact, without Winograd, and without the plain-x,
-// staged-dy, small-group and depthwise in-place variants), the generic `any` last.
+// staged-dy, small-group, whole-reduction and depthwise in-place variants), the generic `any` last.
 // dtype: "f32", "f64", "f16", "bf16" or "i32".
 inline std::vector<std::string> kernel_variants(const std::vector<std::string> &layouts, bool data, const std::string &dtype) {
     const bool native_floats = dtype == "f32" || dtype == "f64";
@@ -109,12 +113,12 @@ inline std::vector<std::string> kernel_variants(const std::vector<std::string> &
     };
     std::vector<std::string> order;
     if (data) order = {"nxg_s2", "ncg_s2_px", "nxc_s2_px", "ncx_s2_px", "nxc_s2", "nxg_ip", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_px", "nxc_pw", "nxc_sg", "nxc_cs", "nxc", "ncx_wg", "ncx_px_pw", "ncx_px", "ncx_cs", "ncx", "any"};
-    else order = {"nxg_gt", "nxg_xp", "nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc_xp", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx_xp", "ncx", "any"};
+    else order = {"nxg_gt", "nxg_xp", "nxg_sd", "nxg", "ncg_fp", "ncg", "nxc_wg", "nxc_sg", "nxc_wr", "nxc_xp", "nxc", "ncx_wg", "ncx_sg", "ncx_db", "ncx_xp", "ncx", "any"};
     std::vector<std::string> out;
     for (const auto &v : order) {
         const KernelVariant k = KernelVariant::parse(v);
         const bool refinement = k.refinement();
-        const bool not_for_f64 = k.winograd || k.small_groups || k.plain_x || k.staged_dy || k.dy_in_place;
+        const bool not_for_f64 = k.winograd || k.small_groups || k.plain_x || k.staged_dy || k.dy_in_place || k.whole_reduction;
         if (!has(k.layout.c_str()) || (refinement && !native_floats) || (dtype == "f64" && not_for_f64)) continue;
         out.push_back(v);
     }
