@@ -39,22 +39,16 @@ public:
     // rfactors it (its update was dropped where acc kept its own: the tiles summed zeros). Not the
     // Funcs named after those ("acc$1_intm_in_acc$1", the pure copy of the partial sums,
     // has no update of its own).
-    // nxc_wr's whole reduction, `acc_whole` (and "acc_whole$1", ...), counts as acc.
     static bool is_acc(const std::string &name, bool intermediates = true) {
         const std::string intm = "_intm";
         std::string base = name;
         if (intermediates && base.size() > intm.size() && base.compare(base.size() - intm.size(), intm.size(), intm) == 0) {
             base.resize(base.size() - intm.size());
         }
-        for (const std::string func : {std::string(kFunc), std::string(kFunc) + "_whole"}) {
-            const std::string f = func + "$";
-            if (base == func) return true;
-            if (base.rfind(f, 0) == 0 && base.size() > f.size() &&
-                base.find_first_not_of("0123456789", f.size()) == std::string::npos) {
-                return true;
-            }
-        }
-        return false;
+        const std::string f = std::string(kFunc) + "$";
+        if (base == kFunc) return true;
+        if (base.rfind(f, 0) != 0 || base.size() == f.size()) return false;
+        return base.find_first_not_of("0123456789", f.size()) == std::string::npos;
     }
     // Whether `name` belongs to an update stage of the Func `func`: "acc.s1.r$x" and the like,
     // not the pure definition's "acc.s0.*".

@@ -13,10 +13,6 @@ constexpr int kSmallGroupPairChannels = 8;
 struct BwdWeightsStages {
     Func dw;         // output, storage type
     Func acc;        // accumulator
-    // nxc_wr: the reduction whole (no chunks, no rfactor), summed per tile in registers and
-    // stored into dw, which reads it alone (schedules/cpu_bwd_weights.cpp); undefined
-    // elsewhere.
-    Func whole;
     Func x_in, dy_in;  // inputs (x zero-padded) in the accumulator type (schedules may stage them)
     bool staged_inputs = false;  // 16-bit storage: convert inputs once, not per use
     // ncx (32-bit types): the pipeline runs the TransposedRows lowering pass
@@ -26,6 +22,9 @@ struct BwdWeightsStages {
     // nxc_sg: x_in reads x_pairs (gpar, c, x, y, z, gp, n), x staged with the channels of
     // groups 2*gp and 2*gp + 1 interleaved.
     bool small_groups = false;
+    // nxc_wr: acc's reduction whole (no chunks, no rfactor), summed per tile in registers and
+    // stored into dw (schedules/cpu_bwd_weights.cpp).
+    bool whole_reduction = false;
     bool group_tasks = false;  // nxg_gt: a task per block of groups, every image, no partial sums
     bool staged_dy = false;  // nxg_sd: each chunk's rows of dy staged in cache, as x's are
     // nxc_xp and nxg_xp (CPUs, native float types): x_in reads x in place, its indices

@@ -166,6 +166,7 @@ public:
         s.small_groups = pairs;
         s.staged_dy = staged_dy;
         s.group_tasks = group_tasks;
+        s.whole_reduction = whole_reduction;
 
         const Expr out[3] = {dy.dim(kX).extent(), dy.dim(kY).extent(), dy.dim(kZ).extent()};
         const Expr x_extent[3] = {x.dim(kX).extent(), x.dim(kY).extent(), x.dim(kZ).extent()};
@@ -331,16 +332,7 @@ public:
             }
             sum -= s.frame(s.ci, s.co, s.kx, s.ky, s.kz, s.g);
         }
-        if (whole_reduction) {
-            // nxc_wr: the reduction whole, in registers per tile, straight into dw.
-            s.whole = Func("acc_whole");
-            s.whole(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = Halide::cast(at, 0);
-            s.whole(s.ci, s.co, s.kx, s.ky, s.kz, s.g) +=
-                s.x_in(s.ci, i[0], i[1], i[2], s.g, n) * s.dy_in(s.co, o[0], o[1], o[2], s.g, n);
-            dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(s.whole(s.ci, s.co, s.kx, s.ky, s.kz, s.g));
-        } else {
-            dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(sum);
-        }
+        dw(s.ci, s.co, s.kx, s.ky, s.kz, s.g) = narrow(sum);
         s.dw = dw;
 
         constrain_activation_strides(x, lay);
@@ -384,7 +376,7 @@ public:
             if (lay == Layout::NCG || s.rows_pass) {
                 get_pipeline().add_custom_lowering_pass(new TransposedRows);
             }
-            if ((lay == Layout::NXC || s.dy_broadcasts) && !s.small_groups && !s.staged_inputs) {
+            if ((lay == Layout::NXC || s.dy_broadcasts) && !s.small_groups && !s.staged_inputs && !whole_reduction) {
                 // Where dy streams from memory, the first tiles over each chunk prefetch the
                 // next co block's dy (next_tile_prefetch.h).
                 add_next_tile_prefetch(get_pipeline(), get_target(), *get_externs_map(), bt.bytes(), kFilterGradientTiles);

@@ -404,14 +404,6 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     const Expr planes = Halide::max(1, chunk_rows / s.oy_extent);
     RVar oyo("oyo"), oyi("oyi"), planes_all("planes_all"), chunk("chunk"), plane("plane");
     Var u("u"), w("w");
-    s.acc.update()
-        .split(oy, oyo, oyi, plane_rows, TailStrategy::GuardWithIf)
-        .fuse(oz, n, planes_all)
-        .split(planes_all, chunk, plane, planes, TailStrategy::GuardWithIf);
-    Func part = s.acc.update().rfactor({{oyo, u}, {chunk, w}});
-    // The tiles are the loops of this pure copy, so their splits may shift inwards at the
-    // edges (updates only allow guards, which made part's size dynamic).
-    Func sums = part.in(s.acc);
 
     // Threads split the chunks when there are enough of them (`per_chunk`): each works on
     // its own chunks, cached in its own core's L2, and no barrier waits at the end of each
@@ -432,7 +424,7 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
     // stay parallel to make about 16 (5 other tasks: 5 co blocks in 3 tasks of 2, 2, 1).
     Var co_oo("co_oo"), co_oi("co_oi"), g_p("g_p"), g_par("g_par");
     // `pairs` (nxc_sg): the tile spans a pair of groups (g_par innermost, see below).
-    // `whole`: the tiles of s.whole (nxc_wr), dw's own loops (no chunks: u and w are not there).
+    // `whole`: nxc_wr's tiles, dw's own loops (no chunks: u and w are not there).
     auto nest = [&](Stage st, int ci_factor, int co_factor, bool row_taps, bool chunk_threads, bool pairs,
                     bool whole = false) {
         const Expr co_blocks = ceil_div(s.co_extent, co_factor);
@@ -549,6 +541,42 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
             if (half_vectors) branches.push_back({half, 1, vec / 2, vec / 2});
         }
     }
+    if (s.whole_reduction) {
+        // nxc_wr: acc whole (no chunks, no rfactor), its tile nest dw's own, each tile's sums
+        // over every position stored from registers straight into dw (the registry sends layers with few positions and tiles
+        // of ci_tile x co_tile or more). Through nxc's partial sums such a layer wrote its
+        // filter three times (the sums, acc's block, dw): batch-1 2048 -> 512 on 7x7 spent
+        // 0.53 ms of its 0.79 there (Halide's profiler).
+        // A tile's input channels are a whole block of x_blocks (aligned, guarded at the
+        // end: the last block's spare slots read copies of its last channel), so its
+        // broadcasts read one block at constant offsets.
+        // (HWIO, dw's co contiguous: dense vector stores; other filter layouts scatter.)
+        for (Stage st : {s.dw.specialize(s.dw_co_stride == 1), Stage(s.dw)}) {
+            nest(st, ci_tile, co_tile, false, false, false, true);
+            st.vectorize(co_i, vec).unroll(ci_i);
+        }
+        s.acc.compute_at(s.dw, co_oi)
+            .reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g)
+            .align_bounds(s.ci, ci_tile)
+            .bound_extent(s.ci, ci_tile);
+        s.acc.split(s.co, co_vo, co_vi, vec, TailStrategy::GuardWithIf).vectorize(co_vi).unroll(co_vo).unroll(s.ci);
+        s.acc.update()
+            .split(s.co, co_vo, co_vi, vec, TailStrategy::GuardWithIf)
+            .reorder(co_vi, co_vo, s.ci, s.kx, ox, oy, oz, n)
+            .vectorize(co_vi)
+            .unroll(co_vo)
+            .unroll(s.ci);
+        stage_x_blocks(s, vec, channels_first);
+        return;
+    }
+    s.acc.update()
+        .split(oy, oyo, oyi, plane_rows, TailStrategy::GuardWithIf)
+        .fuse(oz, n, planes_all)
+        .split(planes_all, chunk, plane, planes, TailStrategy::GuardWithIf);
+    Func part = s.acc.update().rfactor({{oyo, u}, {chunk, w}});
+    // The tiles are the loops of this pure copy, so their splits may shift inwards at the
+    // edges (updates only allow guards, which made part's size dynamic).
+    Func sums = part.in(s.acc);
     sums.compute_root().reorder_storage(vd, bd, s.kx, s.ky, s.kz, s.g, u, w);
     // Small groups (one co vector, or half of one, per ci_tile channels): the tile's loads
     // (one dy vector and ci_tile broadcasts of x per position) each touch a new cache line
@@ -569,34 +597,6 @@ void schedule_bwd_weights_cpu(BwdWeightsStages &s, const Target &target, Layout 
         }
         nest(outer, 1, 1, false, chunk_threads, false);
     };
-    if (s.whole.defined()) {
-        // nxc_wr: the tile nest is dw's own, each tile's sums over every position stored from
-        // registers straight into dw (the registry sends layers with few positions and tiles
-        // of ci_tile x co_tile or more). Through nxc's partial sums such a layer wrote its
-        // filter three times (the sums, acc's block, dw): batch-1 2048 -> 512 on 7x7 spent
-        // 0.53 ms of its 0.79 there (Halide's profiler).
-        // A tile's input channels are a whole block of x_blocks (aligned, guarded at the
-        // end: the last block's spare slots read copies of its last channel), so its
-        // broadcasts read one block at constant offsets.
-        // (HWIO, dw's co contiguous: dense vector stores; other filter layouts scatter.)
-        for (Stage st : {s.dw.specialize(s.dw_co_stride == 1), Stage(s.dw)}) {
-            nest(st, ci_tile, co_tile, false, false, false, true);
-            st.vectorize(co_i, vec).unroll(ci_i);
-        }
-        s.whole.compute_at(s.dw, co_oi)
-            .reorder_storage(s.co, s.ci, s.kx, s.ky, s.kz, s.g)
-            .align_bounds(s.ci, ci_tile)
-            .bound_extent(s.ci, ci_tile);
-        s.whole.split(s.co, co_vo, co_vi, vec, TailStrategy::GuardWithIf).vectorize(co_vi).unroll(co_vo).unroll(s.ci);
-        s.whole.update()
-            .split(s.co, co_vo, co_vi, vec, TailStrategy::GuardWithIf)
-            .reorder(co_vi, co_vo, s.ci, s.kx, ox, oy, oz, n)
-            .vectorize(co_vi)
-            .unroll(co_vo)
-            .unroll(s.ci);
-        stage_x_blocks(s, vec, channels_first);
-        return;
-    }
     tile_branches(sums.specialize(per_chunk), true);
     tile_branches(sums, false);
     // x staged once with its zero border (channels innermost, as in x): the tiles then

@@ -117,8 +117,9 @@ void schedule_bwd_data_cpu_winograd(WinogradDataStages &s, const Target &target)
     // The filter's copy: where its output channels are contiguous (HWIO), vectors of dx
     // channels sweep them plainly, which the TransposedRows pass turns into register
     // transposes (rn50_3x3_14: the copy's gathers took 9 % of the call); else gathers.
-    // Threads take blocks of dx channels over every tap: one parallel loop a call (one per
-    // tap, nine, cost 64 channels on 7x7 over 8 images 1.09-1.10x, kernel alone on the Zen 5).
+    // Threads take blocks of dx channels over every tap: one parallel loop a call. (One per
+    // tap, nine a call, was 1.09-1.10x slower on 64 channels on 7x7 over 8 images, kernel
+    // alone on the Zen 5.)
     Var v_o("v_o"), v_i("v_i");
     s.w_local.compute_root();
     s.w_local.specialize(s.w_co_stride == 1)

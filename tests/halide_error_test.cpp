@@ -261,5 +261,40 @@ TEST(HalideErrors, UnitStrideKernelsRefuseOtherStrides) {
     expect_refused(dilated_by_2(depthwise), false, "bwd_data_f32_nxg_ip");
 }
 
+
+// The whole-reduction filter gradient (nxc_wr) is a whole kernel too: run directly on layers
+// the registry sends to nxc (more dy positions than kWholeReductionMaxPositions; an OIX
+// filter, whose co its tiles store scattered), it matches the registry's kernel. Given fewer
+// dy channels than its tile spans on any path (7: 32 on AVX-512, 16 on AVX2, 8 on ARM64), it
+// fails with a status that names it instead of reading past dy.
+TEST(HalideErrors, WholeReductionKernelOutsideItsRule) {
+    const std::string name = "bwd_weights_f32_nxc_wr";
+    ConvProblem oix = padded_3x3(1, 16, 32, 7, 7);
+    oix.filter_layout = FilterLayout::kOIX;
+    for (const ConvProblem &p : {padded_3x3(1, 16, 32, 24, 24), oix}) {
+        ASSERT_TRUE(validate(p).is_ok());
+        HostTensor x(input_shape(p), false), dy(output_shape(p), false), direct(filter_shape(p), false),
+            registry(filter_shape(p), false);
+        Rng rng(9);
+        x.fill(random_values(x.tensor.num_elements(), rng));
+        dy.fill(random_values(dy.tensor.num_elements(), rng));
+        const Status s = run_filter_directly(p, x, dy, direct, name);
+        if (refused_for_want_of_a_body(s, name)) continue;
+        ASSERT_TRUE(s.is_ok()) << s.message();
+        ASSERT_TRUE(backward_weights(p, x.tensor, dy.tensor, registry.tensor).is_ok());
+        EXPECT_LE(relative_error(direct.values(), registry.values()), 1e-5);
+    }
+    const ConvProblem narrow = padded_3x3(1, 16, 7, 7, 7);
+    ASSERT_TRUE(validate(narrow).is_ok());
+    HostTensor x(input_shape(narrow), false), dy(output_shape(narrow), false), dw(filter_shape(narrow), false);
+    Rng rng(10);
+    x.fill(random_values(x.tensor.num_elements(), rng));
+    dy.fill(random_values(dy.tensor.num_elements(), rng));
+    const Status s = run_filter_directly(narrow, x, dy, dw, name);
+    if (refused_for_want_of_a_body(s, name)) return;
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_NE(s.message().find(name), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace convgrad::test

@@ -1469,7 +1469,6 @@ TEST(TfEdge, DilatedGradientPhases) {
     expect_kernel(dilated(conv({1, 12, 12, 64}, {3, 3, 64, 64}, "SAME", 1, 1), 2, 2), "bwd_data_f32_nxc_cs");
 }
 
-
 // NHWC filter gradients over few positions (at most kWholeReductionMaxPositions dy positions
 // over all images) with an XIO filter and a tile's channels per group (8 of x, 32 of dy)
 // take nxc_wr: each tile sums every position in registers and stores into dw, no partial
@@ -1499,5 +1498,6 @@ TEST(TfEdge, WholeReductionFilterGradient) {
     p.value.filter_layout = FilterLayout::kOIX;
     EXPECT_EQ(routed_kernel(p.value, Direction::kBackwardWeights), "bwd_weights_f32_nxc");
 }
+
 }  // namespace
 }  // namespace convgrad::test
